@@ -1,0 +1,76 @@
+"""Atomic file and directory writes: a crash never leaves a half-written output.
+
+Outputs are written under a temporary name in the destination's folder and
+renamed into place only once complete (rename is atomic on one filesystem).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+
+@contextlib.contextmanager
+def atomic_path(dest: str | os.PathLike, *, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary file path; on success rename it to ``dest``.
+
+    On any exception the temporary file is removed and ``dest`` is untouched.
+    """
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=suffix or ".tmp", dir=dest.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, dest)
+    except BaseException:
+        tmp_path.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_dir(dest: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary directory; on success it replaces ``dest`` whole."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp_path = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    try:
+        yield tmp_path
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(tmp_path, dest)
+    except BaseException:
+        shutil.rmtree(tmp_path, ignore_errors=True)
+        raise
+
+
+def write_json(obj: Any, dest: str | os.PathLike) -> None:
+    """Write ``obj`` as indented, key-sorted JSON, atomically."""
+    with atomic_path(dest, suffix=".json") as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+
+
+def write_parquet(df, dest: str | os.PathLike) -> None:
+    """Write a DataFrame to Parquet (no index), atomically."""
+    with atomic_path(dest, suffix=".parquet") as tmp:
+        df.to_parquet(tmp, index=False)
+
+
+def _json_default(o: Any):
+    import numpy as np
+
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
