@@ -1,0 +1,19 @@
+# Reappraisal RLHF pipeline: a table of contents.
+# Build everything: snakemake --cores all results/report.html
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        get_final_output(),
+    default_target: True

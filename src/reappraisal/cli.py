@@ -1,0 +1,71 @@
+"""Command-line entry points, one per pipeline stage.
+
+``reappraisal <command> [args]`` (or ``python -m reappraisal``). Each command
+lives in the module that owns the concept and is imported lazily, so a data
+stage never imports torch. Bad input (:class:`PipelineInputError`) is printed
+as one line ``error: <where>: <what>`` and the exit status is 2; anything else
+is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from typing import Any, Callable, Sequence
+
+from .errors import PipelineInputError
+
+#: command name -> "module:function"; the function takes the remaining argv.
+COMMANDS: dict[str, str] = {
+    "fetch-data": "reappraisal.data.fetch:cli_main",
+    "ingest": "reappraisal.data.ingest:cli_main",
+    "normalize-ratings": "reappraisal.data.normalize_io:cli_main",
+    "split-reappraisals": "reappraisal.data.split_io:cli_main",
+    "check-leakage": "reappraisal.data.leakage_io:cli_main",
+    "report": "reappraisal.evaluation.report:cli_main",
+}
+
+
+def register(name: str, target: str) -> None:
+    """Register a command (``target`` is ``"module:function"``)."""
+    COMMANDS[name] = target
+
+
+def parse_params(text: str | None) -> dict[str, Any]:
+    """Parse the JSON object a rule passes as ``--params``."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PipelineInputError(f"--params is not valid JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise PipelineInputError("--params must be a JSON object")
+    return value
+
+
+def _resolve(name: str) -> Callable[[Sequence[str]], Any]:
+    module_name, func_name = COMMANDS[name].split(":")
+    return getattr(importlib.import_module(module_name), func_name)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in {"-h", "--help"}:
+        print("usage: reappraisal <command> [args]\ncommands:\n  " + "\n  ".join(sorted(COMMANDS)))
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"error: unknown command {name!r}; known: {', '.join(sorted(COMMANDS))}", file=sys.stderr)
+        return 2
+    try:
+        result = _resolve(name)(rest)
+    except PipelineInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

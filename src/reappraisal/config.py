@@ -1,0 +1,123 @@
+"""Load, resolve and validate the pipeline configuration.
+
+``config.yaml`` holds shared settings at the top level, a ``preset`` key
+(``demo`` or ``paper``) and a ``presets`` mapping whose chosen entry is
+deep-merged over the shared settings. The merged result is validated against
+``workflow/schemas/config.schema.yaml`` (which also fills defaults); the same
+function serves Snakemake (``workflow/rules/common.smk``) and the tests, so
+both see one configuration.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from .errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Return ``base`` with ``override`` merged in; mappings merge, everything else replaces."""
+    out = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def resolve_preset(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge the chosen preset over the shared settings.
+
+    The result keeps ``preset`` and drops ``presets``. Raises ConfigError for
+    an unknown preset.
+    """
+    if not isinstance(raw, Mapping):
+        raise ConfigError("the configuration must be a mapping", where="config")
+    preset = raw.get("preset", "demo")
+    presets = raw.get("presets") or {}
+    if not isinstance(preset, str) or preset not in presets:
+        known = ", ".join(sorted(presets)) or "none declared"
+        raise ConfigError(f"unknown preset {preset!r} (known: {known})", where="config key 'preset'")
+    shared = {k: v for k, v in raw.items() if k != "presets"}
+    resolved = deep_merge(shared, presets[preset] or {})
+    resolved["preset"] = preset
+    return resolved
+
+
+def validate_config(config: dict[str, Any], schema_path: Path = SCHEMA_PATH) -> dict[str, Any]:
+    """Validate (and fill defaults into) a resolved config; one clear line on error."""
+    import jsonschema
+
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    validator_cls = _validator_with_defaults(jsonschema.Draft202012Validator)
+    errors = sorted(validator_cls(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        raise ConfigError(_short_message(err), where=f"config key '{key}'")
+    _check_semantics(config)
+    return config
+
+
+def load_config(path: str | Path = REPO_ROOT / "config.yaml", overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Read ``config.yaml``, apply ``overrides`` (deep-merged), resolve the preset and validate."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError("file not found", where=str(path)) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"not valid YAML ({exc.__class__.__name__})", where=str(path)) from None
+    if overrides:
+        raw = deep_merge(raw, overrides)
+    return validate_config(resolve_preset(raw))
+
+
+def _short_message(err) -> str:
+    if err.validator == "type":
+        return f"{err.instance!r} is not of type {err.validator_value!r}"
+    if err.validator == "enum":
+        return f"{err.instance!r} is not one of {err.validator_value!r}"
+    if err.validator == "additionalProperties":
+        return err.message.replace("Additional properties", "unknown key(s)")
+    return err.message
+
+
+def _check_semantics(config: Mapping[str, Any]) -> None:
+    """Rules a JSON schema cannot express well, with the reason in the message."""
+    policy = config.get("policy") or {}
+    beta = policy.get("beta")
+    if beta is not None and beta <= 0:
+        raise ConfigError(
+            f"beta must be > 0 (got {beta}): without a KL penalty GRPO drifts freely from the "
+            "reference model and reward-hacks the committee",
+            where="config key 'policy.beta'",
+        )
+    dims = (config.get("data") or {}).get("dimensions") or []
+    primary = (config.get("data") or {}).get("primary_dimension")
+    if primary is not None and dims and primary not in dims:
+        raise ConfigError(f"{primary!r} is not among data.dimensions {dims}", where="config key 'data.primary_dimension'")
+
+
+def _validator_with_defaults(validator_class):
+    """A jsonschema validator that fills ``default`` values (as Snakemake's validate does)."""
+    from jsonschema import validators
+
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for prop, subschema in properties.items():
+                if "default" in subschema and prop not in instance:
+                    instance[prop] = copy.deepcopy(subschema["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return validators.extend(validator_class, {"properties": set_defaults})

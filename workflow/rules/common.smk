@@ -1,0 +1,70 @@
+# Shared helpers: config resolution and validation, interpreter, input functions.
+# Rule files contain only rules; every get_* function lives here.
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+
+REPO = Path(workflow.basedir)
+sys.path.insert(0, str(REPO / "src"))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in [str(REPO / "src"), os.environ.get("PYTHONPATH", "")] if p
+)
+
+from reappraisal.config import resolve_preset, validate_config  # noqa: E402
+from reappraisal.errors import ConfigError  # noqa: E402
+
+try:
+    _resolved = validate_config(resolve_preset(config))
+except ConfigError as exc:
+    raise WorkflowError(f"config.yaml: {exc}") from None
+config.clear()
+config.update(_resolved)
+
+
+def _use_conda():
+    try:
+        methods = workflow.deployment_settings.deployment_method
+        return any("conda" in str(m).lower() for m in methods)
+    except AttributeError:
+        return False
+
+
+# Under --software-deployment-method conda the env's own python runs the
+# stage; otherwise the interpreter running Snakemake (the project's venv).
+PYTHON = "python" if _use_conda() else shlex.quote(sys.executable)
+CLI = f"{PYTHON} -m reappraisal"
+
+# Outputs each rule file asks the report to show (appended by rule files).
+REPORT_INPUTS = {}
+
+
+def section(*keys):
+    """The JSON of config sections a stage needs, passed as --params (tracked by Snakemake)."""
+    out = {k: config[k] for k in keys if k in config}
+    out["seed"] = config["seed"]
+    out["preset"] = config["preset"]
+    return json.dumps(out, sort_keys=True)
+
+
+def get_final_output():
+    return ["results/report.html"]
+
+
+def get_report_inputs(wildcards=None):
+    return dict(REPORT_INPUTS)
+
+
+def get_bundled_files():
+    """Files of the bundled dataset (source `bundled`), excluding test-only truth."""
+    if config["data"]["source"] != "bundled":
+        return []
+    root = Path(config["data"].get("bundled_dir", "data/demo"))
+    return sorted(
+        str(p)
+        for p in root.rglob("*")
+        if p.is_file() and "truth" not in p.relative_to(root).parts and p.suffix != ".md"
+    )
