@@ -62,9 +62,6 @@ def get_bundled_files():
     """Files of the bundled dataset (source `bundled`), excluding test-only truth."""
     if config["data"]["source"] != "bundled":
         return []
-    root = Path(config["data"].get("bundled_dir", "data/demo"))
-    return sorted(
-        str(p)
-        for p in root.rglob("*")
-        if p.is_file() and "truth" not in p.relative_to(root).parts and p.suffix != ".md"
-    )
+    from reappraisal.data.fetch import bundled_files
+
+    return [str(p) for p in bundled_files(Path(config["data"].get("bundled_dir", "data/demo")))]

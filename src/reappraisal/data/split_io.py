@@ -1,0 +1,52 @@
+"""split_reappraisals stage: targets, pairs and a summary from z-ratings."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Sequence
+
+import pandas as pd
+
+from ..atomic import atomic_path, write_json
+from ..cli import parse_params
+from ..errors import DataValidationError
+from .split import assign_splits, build_pairs, build_targets, split_summary
+
+
+def cli_main(argv: Sequence[str]) -> int:
+    ap = argparse.ArgumentParser(prog="reappraisal split-reappraisals", description=__doc__)
+    for name in ("ratings-z", "reappraisals", "vignettes", "targets", "pairs", "summary", "params"):
+        ap.add_argument(f"--{name}", required=True)
+    args = ap.parse_args(argv)
+    cfg = parse_params(args.params)
+    data_cfg, split_cfg = cfg["data"], cfg["split"]
+    vignettes = pd.read_parquet(args.vignettes)
+    targets = build_targets(pd.read_parquet(args.reappraisals), pd.read_parquet(args.ratings_z), data_cfg["dimensions"])
+    train_pool = sorted(vignettes.loc[vignettes["pool"] == "train", "vignette_id"])
+    if not train_pool:
+        raise DataValidationError("no scenario has pool 'train'", where=args.vignettes)
+    try:
+        targets = assign_splits(
+            targets,
+            train_pool,
+            primary_dimension=data_cfg["primary_dimension"],
+            val_fraction=split_cfg["val_fraction"],
+            heldout_author_types=split_cfg["heldout_author_types"],
+            min_ratings=split_cfg["min_ratings_per_reappraisal"],
+            seed=cfg["seed"],
+        )
+    except ValueError as exc:
+        raise DataValidationError(str(exc), where=args.reappraisals) from None
+    pairs = build_pairs(
+        targets,
+        primary_dimension=data_cfg["primary_dimension"],
+        max_pairs_per_scenario=split_cfg["max_pairs_per_scenario"],
+        seed=cfg["seed"],
+    )
+    summary = split_summary(targets, pairs)
+    with atomic_path(args.targets) as t, atomic_path(args.pairs) as p:
+        targets.to_parquet(t, index=False)
+        pairs.to_parquet(p, index=False)
+    write_json(summary, args.summary)
+    print(f"split_reappraisals: {summary['reappraisals_by_split']}; pairs {summary['pairs_by_split']}")
+    return 0
