@@ -239,7 +239,7 @@ TRAIN_VIGNETTES = (
         gpt4=(
             "Perhaps Alex is simply busy this afternoon or is taking time to reflect after last night's "
             "argument about moving in. One disagreement and a few unanswered texts are a normal part of a "
-            "relationship, not a sign that it is ending.",
+            "relationship, not a sign that you are about to lose Alex.",
             "It could be that Alex wants to reply thoughtfully rather than quickly because the argument "
             "mattered to them too. Their silence for a few hours does not mean they are leaving you.",
         ),

@@ -70,7 +70,8 @@ def headline_row(
     - design_effect, effective_n;
     - n_scenarios_clearing_bar: scenarios whose mean is >= bar.
 
-    Raises ``ValueError`` on an empty or invalid table, several models /
+    Undefined numbers (e.g. the design effect when every score is equal) are
+    None. Raises ``ValueError`` on an empty or invalid table, several models /
     opponents / judges, no scored contest, or fewer than 2 scenarios.
     """
     check_contests(contests)
@@ -117,7 +118,7 @@ def headline_row(
     run_effect = _run_effect(contests, runs, run_effect_method, scenario)
     deff = design_effect(scored["score"].to_numpy(dtype=float), scored[scenario].to_numpy())
 
-    return {
+    return _json_ready({
         "model": str(model),
         "opponent": str(opponent),
         "judge": str(judge),
@@ -140,7 +141,7 @@ def headline_row(
         ],
         "per_run": [
             {
-                "run": r_id.item() if hasattr(r_id, "item") else r_id,
+                "run": r_id,
                 "n": int(r["n"]),
                 "n_errors": int(r["n_errors"]),
                 "win_rate": float(r["win_rate"]),
@@ -152,7 +153,22 @@ def headline_row(
         "design_effect": deff.design_effect,
         "effective_n": deff.effective_n,
         "n_scenarios_clearing_bar": int((means >= bar).sum()),
-    }
+    })
+
+
+def _json_ready(value):
+    """Replace non-finite floats (undefined quantities) by None, recursively."""
+    if isinstance(value, dict):
+        return {key: _json_ready(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(item) for item in value]
+    if isinstance(value, (float, np.floating)):
+        return float(value) if np.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
 
 
 def _run_effect(contests, runs, method, scenario) -> dict:
