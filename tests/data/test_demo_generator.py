@@ -8,21 +8,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from reappraisal.data import demo_generator as gen
 
 DEMO = Path(__file__).resolve().parents[2] / "data" / "demo"
 DIMS = ("effectiveness", "empathy", "novelty", "specificity")
 
+# Study labels as assigned by the demo preset's ingest mapping (config.yaml) and used in truth/.
 REAPPRAISAL_FILES = {  # study -> (file, id column, vignette column, text column)
-    "study1": ("study1_reappraisals.csv", "reappraisal_id", "vignette_id", "response"),
-    "study3": ("study3_reappraisals.csv", "rid", "scenario", "reappraisal_text"),
-    "study4": ("study4_reappraisals.csv", "reappraisal_id", "vignette_id", "response"),
+    "1": ("study1_reappraisals.csv", "reappraisal_id", "vignette_id", "response"),
+    "3": ("study3_reappraisals.csv", "rid", "scenario", "reappraisal_text"),
+    "4": ("study4_reappraisals.csv", "reappraisal_id", "vignette_id", "response"),
 }
 RATING_FILES = {  # study -> (file, rater column, id column, four dimension columns)
-    "study1": ("study1_ratings.csv", "rater", "reappraisal_id", DIMS),
-    "study3": ("study3_ratings.csv", "participant", "rid", ("eff", "emp", "nov", "spec")),
-    "study4": ("study4_ratings.csv", "rater", "reappraisal_id", DIMS),
+    "1": ("study1_ratings.csv", "rater", "reappraisal_id", DIMS),
+    "3": ("study3_ratings.csv", "participant", "rid", ("eff", "emp", "nov", "spec")),
+    "4": ("study4_ratings.csv", "rater", "reappraisal_id", DIMS),
 }
 
 
@@ -31,8 +33,13 @@ def read(name: str) -> pd.DataFrame:
 
 
 def ngrams(text: str, n: int = 8) -> set[tuple[str, ...]]:
-    words = re.findall(r"[a-z0-9]+", text.lower())
-    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+    """8-grams under two tokenizations (apostrophes splitting words or kept inside them),
+    so disjointness holds whichever one a leakage check uses."""
+    out: set[tuple[str, ...]] = set()
+    for pattern in (r"[a-z0-9]+", r"[a-z0-9']+"):
+        words = re.findall(pattern, text.lower())
+        out |= {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+    return out
 
 
 def all_ngrams(texts) -> set[tuple[str, ...]]:
@@ -163,8 +170,8 @@ def test_human_reappraisals(humans, vignettes):
     per_vignette = humans.groupby("vignette_id").size()
     assert per_vignette.between(90, 110).all()
     assert 540 <= len(humans) <= 660
-    assert set(humans.study) == {"study1", "study3", "study4"}
-    for study, prefix in [("study1", "s1_r"), ("study3", "s3_r"), ("study4", "s4_r")]:
+    assert set(humans.study) == {"1", "3", "4"}
+    for study, prefix in [("1", "s1_r"), ("3", "s3_r"), ("4", "s4_r")]:
         assert humans.loc[humans.study == study, "reappraisal_id"].str.match(rf"^{prefix}\d{{4}}$").all()
     assert (humans.text.str.strip() != "").all()
     assert not humans.duplicated(["vignette_id", "text"]).any()
@@ -223,10 +230,10 @@ def test_ratings_structure(ratings, humans, gpt4):
     # each rated reappraisal exists in its study (GPT-4 references are rated in study 1)
     for study, g in ratings.groupby("study"):
         known = set(humans.loc[humans.study == study, "reappraisal_id"])
-        if study == "study1":
+        if study == "1":
             known |= set(gpt4.reappraisal_id)
         assert set(g.reappraisal_id) == known, study  # every reappraisal rated, nothing unknown
-        prefix = {"study1": "s1_p", "study3": "s3_p", "study4": "s4_p"}[study]
+        prefix = {"1": "s1_p", "3": "s3_p", "4": "s4_p"}[study]
         assert g.rater_id.str.match(rf"^{prefix}\d{{3}}$").all()
     # raters belong to one study only
     assert (ratings.groupby("rater_id").study.nunique() == 1).all()
@@ -251,7 +258,7 @@ def test_truth_files_match_the_export(ratings, humans, gpt4, quality):
                       on="reappraisal_id", suffixes=("", "_export"))
     assert (merged.vignette_id == merged.vignette_id_export).all()
     scale = read("truth/study_scale.csv")
-    assert list(scale.study) == ["study1", "study3", "study4"]
+    assert list(scale.study) == ["1", "3", "4"]
 
 
 def test_zero_variance_raters_are_exactly_the_documented_ones(ratings):
@@ -316,9 +323,28 @@ def test_rater_severity_is_recoverable(ratings):
 
 
 def test_study_scales_differ(ratings):
-    stats = ratings[ratings.study != "study1"].groupby("study").rating.agg(["mean", "std"])
+    stats = ratings[ratings.study != "1"].groupby("study").rating.agg(["mean", "std"])
     s1 = ratings[ratings.reappraisal_id.str.startswith("s1_")].rating
     # study 3 lenient and compressed, study 4 harsher
-    assert stats.loc["study3", "mean"] > s1.mean() + 0.2
-    assert stats.loc["study3", "std"] < s1.std()
-    assert stats.loc["study4", "mean"] < s1.mean()
+    assert stats.loc["3", "mean"] > s1.mean() + 0.2
+    assert stats.loc["3", "std"] < s1.std()
+    assert stats.loc["4", "mean"] < s1.mean()
+
+
+def test_demo_preset_ingest_mapping_matches_the_files():
+    """config.yaml's declared mapping names files and columns that exist here."""
+    cfg = yaml.safe_load((DEMO.parents[1] / "config.yaml").read_text(encoding="utf-8"))
+    mapping = cfg["presets"]["demo"]["data"]["ingest"]
+    truth_studies = set(read("truth/study_scale.csv").study)
+    n_sources = 0
+    for table, sources in mapping.items():
+        for src in sources:
+            n_sources += 1
+            df = read(src["files"])
+            declared = list(src["columns"].values()) + list(src.get("dimensions", {}).values())
+            if "author_type_column" in src:
+                declared.append(src["author_type_column"])
+            assert set(declared) <= set(df.columns), (table, src["files"])
+            if "study" in src:
+                assert str(src["study"]) in truth_studies, (table, src["files"])
+    assert n_sources == 1 + 5 + 3

@@ -2,7 +2,6 @@
 # Rule files contain only rules; every get_* function lives here.
 import json
 import os
-import shlex
 import sys
 from pathlib import Path
 
@@ -10,8 +9,10 @@ from snakemake.exceptions import WorkflowError
 
 REPO = Path(workflow.basedir)
 sys.path.insert(0, str(REPO / "src"))
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in [str(REPO / "src"), os.environ.get("PYTHONPATH", "")] if p
+# Jobs import this checkout's package (not another installed copy). This sets,
+# rather than requires, an environment variable, so `envvars:` does not apply.
+os.environ.update(
+    PYTHONPATH=os.pathsep.join(p for p in [str(REPO / "src"), os.environ.get("PYTHONPATH", "")] if p)
 )
 
 from reappraisal.config import resolve_preset, validate_config  # noqa: E402
@@ -25,18 +26,10 @@ config.clear()
 config.update(_resolved)
 
 
-def _use_conda():
-    try:
-        methods = workflow.deployment_settings.deployment_method
-        return any("conda" in str(m).lower() for m in methods)
-    except AttributeError:
-        return False
-
-
-# Under --software-deployment-method conda the env's own python runs the
-# stage; otherwise the interpreter running Snakemake (the project's venv).
-PYTHON = "python" if _use_conda() else shlex.quote(sys.executable)
-CLI = f"{PYTHON} -m reappraisal"
+# Stages run as `python -m reappraisal ...`. Without conda that is the
+# interpreter running Snakemake (the project's venv), put first on PATH here;
+# under --software-deployment-method conda, Snakemake puts the rule's env first.
+os.environ.update(PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
 
 # Outputs each rule file asks the report to show (appended by rule files).
 REPORT_INPUTS = {}

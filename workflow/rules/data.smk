@@ -14,7 +14,7 @@ rule fetch_data:
     conda:
         "../../envs/data.yaml"
     shell:
-        "{CLI} fetch-data --out-dir {output.files} --manifest {output.manifest}"
+        "python -m reappraisal fetch-data --out-dir {output.files} --manifest {output.manifest}"
         " --params {params.cfg:q} 2>&1 | tee {log}"
 
 
@@ -33,7 +33,7 @@ rule ingest:
     conda:
         "../../envs/data.yaml"
     shell:
-        "{CLI} ingest --raw-dir {input.files} --out-dir data/interim"
+        "python -m reappraisal ingest --raw-dir {input.files} --out-dir data/interim"
         " --params {params.cfg:q} 2>&1 | tee {log}"
 
 
@@ -50,7 +50,7 @@ rule normalize_ratings:
     conda:
         "../../envs/data.yaml"
     shell:
-        "{CLI} normalize-ratings --ratings {input.ratings} --out {output.ratings_z}"
+        "python -m reappraisal normalize-ratings --ratings {input.ratings} --out {output.ratings_z}"
         " --summary {output.summary} --params {params.cfg:q} 2>&1 | tee {log}"
 
 
@@ -70,7 +70,7 @@ rule split_reappraisals:
     conda:
         "../../envs/data.yaml"
     shell:
-        "{CLI} split-reappraisals --ratings-z {input.ratings_z} --reappraisals {input.reappraisals}"
+        "python -m reappraisal split-reappraisals --ratings-z {input.ratings_z} --reappraisals {input.reappraisals}"
         " --vignettes {input.vignettes} --targets {output.targets} --pairs {output.pairs}"
         " --summary {output.summary} --params {params.cfg:q} 2>&1 | tee {log}"
 
@@ -89,7 +89,7 @@ rule check_leakage:
     conda:
         "../../envs/data.yaml"
     shell:
-        "{CLI} check-leakage --targets {input.targets} --reappraisals {input.reappraisals}"
+        "python -m reappraisal check-leakage --targets {input.targets} --reappraisals {input.reappraisals}"
         " --vignettes {input.vignettes} --out {output.report}"
         " --params {params.cfg:q} 2>&1 | tee {log}"
 

@@ -14,5 +14,5 @@ rule report:
     conda:
         "../../envs/report.yaml"
     shell:
-        "{CLI} report --out {output.html} --params {params.cfg:q}"
+        "python -m reappraisal report --out {output.html} --params {params.cfg:q}"
         " --inputs {params.inputs:q} 2>&1 | tee {log}"

@@ -49,7 +49,8 @@ RATING_NOISE_SD = 0.7
 
 @dataclass(frozen=True)
 class StudySpec:
-    name: str  # e.g. "study1"
+    name: str  # e.g. "study1" (file prefix)
+    label: str  # study label used in truth/ and in the ingest mapping of config.yaml, e.g. "1"
     prefix: str  # id prefix, e.g. "s1"
     n_per_vignette: int  # human reappraisals per training vignette
     multiplier: float  # scale multiplier applied to the latent dimension score
@@ -62,19 +63,19 @@ class StudySpec:
 
 STUDIES = (
     StudySpec(
-        "study1", "s1", 34, 1.00, 0.00,
+        "study1", "1", "s1", 34, 1.00, 0.00,
         "study1_reappraisals.csv", ("reappraisal_id", "vignette_id", "response"),
         "study1_ratings.csv",
         ("rater", "reappraisal_id", "effectiveness", "empathy", "novelty", "specificity"),
     ),
     StudySpec(
-        "study3", "s3", 32, 0.70, 0.50,
+        "study3", "3", "s3", 32, 0.70, 0.50,
         "study3_reappraisals.csv", ("rid", "scenario", "reappraisal_text"),
         "study3_ratings.csv",
         ("participant", "rid", "eff", "emp", "nov", "spec"),
     ),
     StudySpec(
-        "study4", "s4", 34, 1.15, -0.30,
+        "study4", "4", "s4", 34, 1.15, -0.30,
         "study4_reappraisals.csv", ("reappraisal_id", "vignette_id", "response"),
         "study4_ratings.csv",
         ("rater", "reappraisal_id", "effectiveness", "empathy", "novelty", "specificity"),
@@ -84,8 +85,8 @@ STUDIES = (
 # Raters who give the same novelty rating to everything they rate (zero
 # variance on that dimension), to exercise the pipeline's zero-variance path.
 CONSTANT_RATERS = (
-    ("study3", "s3_p004", "novelty", 4),
-    ("study4", "s4_p009", "novelty", 5),
+    ("3", "s3_p004", "novelty", 4),
+    ("4", "s4_p009", "novelty", 5),
 )
 
 RATINGS_PER_ITEM = (8, 12)  # inclusive range of ratings per reappraisal
@@ -785,11 +786,11 @@ def build(seed: int = DEFAULT_SEED) -> dict[str, bytes]:
 
     # Latent quality: features + noise, standardized by the human mean and SD.
     keywords = {v.vignette_id: v.keywords for v in TRAIN_VIGNETTES}
-    all_items = [dict(r, source=s.name) for s in STUDIES for r in humans[s.name]]
-    all_items += [dict(g, source="gpt4") for g in gpt4]
+    all_items = [dict(r, author_type="human", study=s.label) for s in STUDIES for r in humans[s.name]]
+    all_items += [dict(g, author_type="gpt4", study="1") for g in gpt4]  # GPT-4 references are rated in study 1
     feats = [text_features(it["text"], keywords[it["vignette_id"]]) for it in all_items]
     raw = np.array([raw_quality(f) for f in feats]) + rng.normal(0.0, QUALITY_NOISE_SD, size=len(all_items))
-    is_human = np.array([it["source"] != "gpt4" for it in all_items])
+    is_human = np.array([it["author_type"] == "human" for it in all_items])
     mu, sd = raw[is_human].mean(), raw[is_human].std()
     quality = {it["id"]: round(float((q - mu) / sd), 4) + 0.0 for it, q in zip(all_items, raw)}
 
@@ -814,7 +815,7 @@ def build(seed: int = DEFAULT_SEED) -> dict[str, bytes]:
         for k, rater_items in enumerate(assignment, start=1):
             rater_id = f"{study.prefix}_p{k:03d}"
             sev = round(float(rng.normal(0.0, RATER_SEVERITY_SD)), 4) + 0.0
-            severity_rows.append((study.name, rater_id, _fmt(sev), origin))
+            severity_rows.append((study.label, rater_id, _fmt(sev), origin))
             for idx in rater_items:
                 rid = items[idx]
                 noise = rng.normal(0.0, RATING_NOISE_SD, size=len(DIMENSIONS))
@@ -825,7 +826,7 @@ def build(seed: int = DEFAULT_SEED) -> dict[str, bytes]:
                 values = np.clip(rounded, SCALE_MIN, SCALE_MAX).astype(int)
                 out = []
                 for d, val in zip(DIMENSIONS, values):
-                    out.append(constant.get((study.name, rater_id, d), int(val)))
+                    out.append(constant.get((study.label, rater_id, d), int(val)))
                 rows.append((rater_id, rid, *out, origin))
         files[study.rating_file] = _csv_bytes(study.rating_columns + ("data_origin",), rows)
     for s, r, _d, _v in CONSTANT_RATERS:
@@ -839,14 +840,14 @@ def build(seed: int = DEFAULT_SEED) -> dict[str, bytes]:
         [(it["id"], it["vignette_id"], _fmt(quality[it["id"]]), origin) for it in all_items],
     )
     files["truth/reappraisal_features.csv"] = _csv_bytes(
-        ("reappraisal_id", "vignette_id", "source", "second_person", "specific_hits", "alternative",
+        ("reappraisal_id", "vignette_id", "author_type", "study", "second_person", "specific_hits", "alternative",
          "n_sentences", "data_origin"),
-        [(it["id"], it["vignette_id"], it["source"], f["second_person"], f["specific_hits"], f["alternative"],
+        [(it["id"], it["vignette_id"], it["author_type"], it["study"], f["second_person"], f["specific_hits"], f["alternative"],
           f["n_sentences"], origin) for it, f in zip(all_items, feats)],
     )
     files["truth/study_scale.csv"] = _csv_bytes(
         ("study", "center", "multiplier", "offset", "noise_sd", "data_origin"),
-        [(s.name, _fmt(SCALE_CENTER), _fmt(s.multiplier), _fmt(s.offset), _fmt(RATING_NOISE_SD), origin)
+        [(s.label, _fmt(SCALE_CENTER), _fmt(s.multiplier), _fmt(s.offset), _fmt(RATING_NOISE_SD), origin)
          for s in STUDIES],
     )
     files["truth/dimension_loadings.csv"] = _csv_bytes(
@@ -869,18 +870,18 @@ def _readme(files: dict[str, bytes], seed: int, clipped_share: float) -> str:
     n_raters: dict[str, int] = {}
     sev_rows = list(csv.reader(io.StringIO(files["truth/rater_severity.csv"].decode("utf-8"))))[1:]
     for s in STUDIES:
-        n_raters[s.name] = sum(1 for row in sev_rows if row[0] == s.name)
+        n_raters[s.name] = sum(1 for row in sev_rows if row[0] == s.label)
     n_ratings = sum(n[s.rating_file] for s in STUDIES)
     n_train = len(TRAIN_VIGNETTES)
     n_ood = len(OOD_VIGNETTES)
     n_gpt4 = n["gpt4_reappraisals.csv"]
     study_lines = "\n".join(
-        f"| `{s.name}` | {n[s.reappraisal_file]} | {n[s.rating_file]} | {n_raters[s.name]} "
+        f"| `{s.label}` | {n[s.reappraisal_file]} | {n[s.rating_file]} | {n_raters[s.name]} "
         f"| {s.multiplier:.2f} | {s.offset:+.2f} |"
         for s in STUDIES
     )
     loadings = ", ".join(f"{d} {DIMENSION_LOADINGS[d]:.2f}" for d in DIMENSIONS)
-    constants = "\n".join(f"- `{r}` ({s}): {d} is always {v}" for s, r, d, v in CONSTANT_RATERS)
+    constants = "\n".join(f"- `{r}` (study {s}): {d} is always {v}" for s, r, d, v in CONSTANT_RATERS)
     w = QUALITY_WEIGHTS
     return f"""# Demo dataset (SYNTHETIC)
 
@@ -955,7 +956,8 @@ noise + 0.5), 1, 7)` with center {SCALE_CENTER}, noise ~ Normal(0,
 offset `o_s` (`truth/study_scale.csv`; study 3 is lenient and compressed,
 study 4 harsher and more spread). Only {100 * clipped_share:.1f}% of the rounded
 values fell outside 1-7 and were clipped, so severity stays recoverable. The study
-labels used in `truth/` are `study1`, `study3`, `study4`.
+labels used in `truth/` are `1`, `3`, `4`, the same as the `study` values
+that the demo preset's ingest mapping in `config.yaml` assigns.
 
 | study | reappraisals | rating rows | raters | multiplier `m_s` | offset `o_s` |
 |---|---|---|---|---|---|
@@ -976,7 +978,8 @@ z-scoring of a constant column; their other dimensions are normal:
 wording disjoint from the human phrase banks (no shared 8-word n-gram with any
 human reappraisal), and the OOD scenarios share no 8-word n-gram with the
 training scenarios or any of their reappraisals/answers (tokens: lower-cased
-runs of letters and digits).
+runs of letters and digits, with apostrophes either splitting words or kept
+inside them; checked both ways).
 
 ## truth/ (not part of the export)
 
@@ -984,7 +987,7 @@ runs of letters and digits).
 |---|---|
 | `truth/rater_severity.csv` | `study, rater_id, severity` |
 | `truth/reappraisal_quality.csv` | `reappraisal_id, vignette_id, quality` |
-| `truth/reappraisal_features.csv` | `reappraisal_id, vignette_id, source, second_person, specific_hits, alternative, n_sentences` |
+| `truth/reappraisal_features.csv` | `reappraisal_id, vignette_id, author_type, study, second_person, specific_hits, alternative, n_sentences` |
 | `truth/study_scale.csv` | `study, center, multiplier, offset, noise_sd` |
 | `truth/dimension_loadings.csv` | `dimension, loading` |
 | `truth/constant_raters.csv` | `study, rater_id, dimension, value` |

@@ -77,5 +77,7 @@ def pairwise_accuracy(pairs: pd.DataFrame, confidence: float = 0.95) -> dict:
         "ci_cluster_t": Interval.labelled(
             "cluster_t", scenario_means.mean(), t_low, t_high, confidence
         ).as_dict(),
-        "ci_iid_wilson": Interval.labelled("iid_wilson", accuracy, w_low, w_high, confidence).as_dict(),
+        "ci_iid_wilson": Interval.labelled(
+            "iid_wilson", accuracy, w_low, w_high, confidence
+        ).as_dict(),
     }

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 
 import numpy as np
 from scipy.special import gammaln
@@ -125,7 +126,7 @@ def exact_resample_counts(n_scenarios: int) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"exact enumeration is limited to G <= {MAX_EXACT_SCENARIOS}, got G = {g}")
     # stars and bars: choose the positions of G-1 bars among 2G-1 slots
     bars = np.array(list(itertools.combinations(range(2 * g - 1), g - 1)), dtype=int)
-    bars = bars.reshape(-1, g - 1)
+    bars = bars.reshape(math.comb(2 * g - 1, g - 1), g - 1)
     edges = np.concatenate(
         [np.full((len(bars), 1), -1), bars, np.full((len(bars), 1), 2 * g - 1)], axis=1
     )
@@ -149,7 +150,9 @@ def exact_cluster_bootstrap(cluster_sums, cluster_sizes) -> tuple[np.ndarray, np
     return (sums @ counts.T) / (sizes @ counts.T), probs
 
 
-def cluster_bootstrap_draws(cluster_sums, cluster_sizes, n_draws: int = 100_000, *, seed=0) -> np.ndarray:
+def cluster_bootstrap_draws(
+    cluster_sums, cluster_sizes, n_draws: int = 100_000, *, seed=0
+) -> np.ndarray:
     """Monte Carlo percentile-bootstrap replicates of the pooled rate.
 
     Draws a (B, G) matrix C of Multinomial(G, 1/G) counts (in blocks that
@@ -187,7 +190,8 @@ def percentile_cluster_bootstrap_interval(
     enumeration. Under-covers at small G.
     """
     confidence = _check_confidence(confidence)
-    sums, sizes = _check_clusters(cluster_sums, cluster_sizes, "percentile_cluster_bootstrap_interval")
+    what = "percentile_cluster_bootstrap_interval"
+    sums, sizes = _check_clusters(cluster_sums, cluster_sizes, what)
     g = sums.shape[-1]
     if exact is None:
         exact = g <= MAX_EXACT_SCENARIOS
@@ -204,7 +208,9 @@ def percentile_cluster_bootstrap_interval(
 # ---------------------------------------------------------------------- wild
 
 
-def webb_weight_matrix(n_scenarios: int, n_draws: int = 100_000, *, seed=0, exact: bool | None = None):
+def webb_weight_matrix(
+    n_scenarios: int, n_draws: int = 100_000, *, seed=0, exact: bool | None = None
+):
     """Webb 6-point weights, one per scenario and replicate.
 
     Returns ``(weights, probs)``: weights (M, G) and probs (M,). With

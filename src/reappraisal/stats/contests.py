@@ -72,7 +72,9 @@ def pair_orders(judgments: pd.DataFrame) -> pd.DataFrame:
         raise ValueError(f"judgments has unknown order(s) {bad_orders}; expected {list(ORDERS)}")
     bad_verdicts = sorted(map(str, set(table["verdict"]) - set(VERDICTS)))
     if bad_verdicts:
-        raise ValueError(f"judgments has unknown verdict(s) {bad_verdicts}; expected {list(VERDICTS)}")
+        raise ValueError(
+            f"judgments has unknown verdict(s) {bad_verdicts}; expected {list(VERDICTS)}"
+        )
     duplicated = table.duplicated(CONTEST_KEYS + ["order"], keep=False)
     if duplicated.any():
         example = table.loc[duplicated, CONTEST_KEYS + ["order"]].iloc[0].to_dict()

@@ -60,7 +60,10 @@ def headline_row(
       contest), scenarios_all_errors (list), n_runs;
     - ci_cluster_t (headline), ci_iid_wilson, ci_percentile_bootstrap,
       ci_wild_cluster_bootstrap: labelled interval dicts (method, estimate,
-      low, high, confidence, assumption); headline_interval names the first;
+      low, high, confidence, assumption); headline_interval names the first.
+      The cluster t estimate is the unweighted mean of scenario means (equal
+      to win_rate when scenarios have equal numbers of scored contests); the
+      other estimates are win_rate;
     - sign_flip_vs_bar, sign_flip_vs_half: sign-flip test dicts (p_value in
       units of 1/2^G when exact) on scenario means;
     - per_scenario: list of {scenario, n, n_errors, win_rate};
@@ -136,7 +139,12 @@ def headline_row(
         "sign_flip_vs_bar": sign_flip_test(means, null=bar, seed=seed).as_dict(),
         "sign_flip_vs_half": sign_flip_test(means, null=0.5, seed=seed).as_dict(),
         "per_scenario": [
-            {"scenario": str(s), "n": int(r["n"]), "n_errors": int(r["n_errors"]), "win_rate": float(r["win_rate"])}
+            {
+                "scenario": str(s),
+                "n": int(r["n"]),
+                "n_errors": int(r["n_errors"]),
+                "win_rate": float(r["win_rate"]),
+            }
             for s, r in scenario_summary(contests, scenario).iterrows()
         ],
         "per_run": [

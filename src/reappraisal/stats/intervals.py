@@ -57,7 +57,9 @@ class Interval:
     @classmethod
     def labelled(cls, method: str, estimate, low, high, confidence: float) -> "Interval":
         """Build an interval whose assumption text is ``ASSUMPTIONS[method]``."""
-        return cls(method, float(estimate), float(low), float(high), float(confidence), ASSUMPTIONS[method])
+        return cls(
+            method, float(estimate), float(low), float(high), float(confidence), ASSUMPTIONS[method]
+        )
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -103,9 +105,10 @@ def wilson_interval(k, n, confidence: float = 0.95):
     denom = 1.0 + z**2 / n
     centre = (p + z**2 / (2.0 * n)) / denom
     half = z * np.sqrt(p * (1.0 - p) / n + z**2 / (4.0 * n**2)) / denom
-    return _scalar_or_array(np.clip(centre - half, 0.0, 1.0)), _scalar_or_array(
-        np.clip(centre + half, 0.0, 1.0)
-    )
+    # k = 0 and k = n give bounds of exactly 0 and 1 (rounding would leave ~1e-17)
+    low = np.where(k == 0, 0.0, np.clip(centre - half, 0.0, 1.0))
+    high = np.where(k == n, 1.0, np.clip(centre + half, 0.0, 1.0))
+    return _scalar_or_array(low), _scalar_or_array(high)
 
 
 def _scenario_matrix(scenario_means, minimum: int, what: str) -> np.ndarray:

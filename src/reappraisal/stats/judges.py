@@ -168,7 +168,9 @@ def _agreement(rows: pd.DataFrame) -> dict:
     }
 
 
-def human_agreement(judgments: pd.DataFrame, human_margins: pd.DataFrame, min_margin: float) -> dict:
+def human_agreement(
+    judgments: pd.DataFrame, human_margins: pd.DataFrame, min_margin: float
+) -> dict:
     """Agreement of one judge with human preferences on clearly separated pairs.
 
     ``human_margins``: DataFrame with ``contest_id`` and ``human_margin`` =
@@ -192,11 +194,15 @@ def human_agreement(judgments: pd.DataFrame, human_margins: pd.DataFrame, min_ma
     out["n_errors"] = int((separated & pairs["error"]).sum())
     out["n_not_separated"] = int((~separated).sum())
     out["min_margin"] = float(min_margin)
-    out["kappa"] = cohens_kappa(rows["judge_choice"], rows["human_choice"]) if len(rows) else float("nan")
+    out["kappa"] = (
+        cohens_kappa(rows["judge_choice"], rows["human_choice"]) if len(rows) else float("nan")
+    )
     return out
 
 
-def agreement_by_margin(judgments: pd.DataFrame, human_margins: pd.DataFrame, edges) -> pd.DataFrame:
+def agreement_by_margin(
+    judgments: pd.DataFrame, human_margins: pd.DataFrame, edges
+) -> pd.DataFrame:
     """Agreement of one judge with humans by bins of |human margin|.
 
     ``edges``: increasing bin edges on |margin| (bins are [e_i, e_{i+1}),

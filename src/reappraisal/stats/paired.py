@@ -73,9 +73,11 @@ def paired_comparison(
         if rows.empty:
             raise ValueError(f"{what}: model {model!r} has no contests against {opponent!r}")
         summaries[label] = scenario_summary(rows, scenario)
-    joined = summaries["a"][["n", "win_rate"]].join(
-        summaries["b"][["n", "win_rate"]], how="outer", lsuffix="_a", rsuffix="_b"
-    )
+    joined = pd.concat(
+        [summaries[label][["n", "win_rate"]].add_suffix(f"_{label}") for label in ("a", "b")],
+        axis=1,
+        join="outer",
+    ).sort_index()
     shared = joined["n_a"].fillna(0).gt(0) & joined["n_b"].fillna(0).gt(0)
     dropped = [str(s) for s in joined.index[~shared]]
     joined = joined[shared]
@@ -105,7 +107,9 @@ def paired_comparison(
         "n_scenarios": int(len(joined)),
         "scenarios_dropped": dropped,
         "mean_difference": mean_difference,
-        "ci": Interval.labelled("paired_cluster_t", mean_difference, low, high, confidence).as_dict(),
+        "ci": Interval.labelled(
+            "paired_cluster_t", mean_difference, low, high, confidence
+        ).as_dict(),
         "sign_flip": sign_flip_test(differences, null=0.0).as_dict(),
         "per_scenario": per_scenario,
     }

@@ -92,7 +92,9 @@ def run_effect_test(cell_means, method: str = "anova") -> RunEffectTest:
     1 when runs are identical and 0 otherwise.
     """
     if method not in _DESCRIPTIONS:
-        raise ValueError(f"run_effect_test: method must be one of {list(_DESCRIPTIONS)}, got {method!r}")
+        raise ValueError(
+            f"run_effect_test: method must be one of {list(_DESCRIPTIONS)}, got {method!r}"
+        )
     table = np.asarray(cell_means, dtype=float)
     if table.ndim != 2:
         raise ValueError("run_effect_test: expected a 2-d scenario x run table")

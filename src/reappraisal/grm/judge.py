@@ -1,0 +1,221 @@
+"""Ask a causal LM for pairwise verdicts, many at once.
+
+:class:`Judge` wraps a ``from_pretrained`` checkpoint (the GRM, or any chat
+causal LM) and answers lists of (scenario, slot A, slot B) prompts:
+
+* ``generate`` mode: all prompts in padded batches of ``batch_size`` (left
+  padding, longest first to waste little padding), greedy decoding, at most
+  ``max_new_tokens`` new tokens; the verdict is parsed from each reply
+  (:func:`reappraisal.grm.verdict.parse_verdict`). With ``engine="vllm"`` the
+  same prompts go through vLLM's offline ``LLM.generate`` (temperature 0).
+* ``logprob`` mode: no reasoning; the prompt is followed by the answer prefix
+  (``…ANSWER:``) and the verdict is the more probable of the two letter
+  tokens, with P(A) = softmax over the two letters' logits. One padded
+  forward pass per batch; any causal LM works (nothing is parsed).
+
+:meth:`Judge.generate_one_at_a_time` is the slow reference the tests and the
+benchmark compare the batched path with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .prompts import answer_prefix, completion_style, judge_prompt
+from .verdict import A, B, parse_verdict
+
+MODES = ("generate", "logprob")
+ENGINES = ("hf", "vllm")
+
+
+@dataclass
+class Verdicts:
+    """What a judge said about N prompts: letters, raw replies and P(slot A wins)."""
+
+    verdicts: list[str]
+    texts: list[str]
+    #: P(A) per prompt in logprob mode; 1/0/0.5 (A/B/error) in generate mode.
+    p_first: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+def default_device():
+    import torch
+
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def load_causal_lm(model_dir: str | Path, device=None):
+    """``(model, tokenizer)`` from a directory or hub id: float32 on CPU, bfloat16 on GPU, eval mode."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device = torch.device(device) if device is not None else default_device()
+    dtype = torch.float32 if device.type == "cpu" else torch.bfloat16
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype).to(device)
+    model.eval()
+    return model, tokenizer
+
+
+class Judge:
+    """A pairwise judge over one causal LM (see module doc)."""
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        *,
+        max_new_tokens: int,
+        batch_size: int = 32,
+        mode: str = "generate",
+        engine: str = "hf",
+        llm=None,
+    ):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        if engine == "vllm" and mode != "generate":
+            raise ValueError("the vllm engine supports mode='generate' only")
+        if max_new_tokens < 1 or batch_size < 1:
+            raise ValueError("max_new_tokens and batch_size must be >= 1")
+        self.model, self.tokenizer = model, tokenizer
+        self.max_new_tokens, self.batch_size = int(max_new_tokens), int(batch_size)
+        self.mode, self.engine, self._llm = mode, engine, llm
+        self.style = completion_style(tokenizer)
+
+    @classmethod
+    def from_dir(
+        cls,
+        model_dir: str | Path,
+        *,
+        max_new_tokens: int,
+        batch_size: int = 32,
+        mode: str = "generate",
+        device=None,
+        engine: str = "hf",
+    ) -> "Judge":
+        if engine == "vllm":
+            from transformers import AutoTokenizer
+            from vllm import LLM  # optional dependency (paper preset, GPU)
+
+            tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+            return cls(None, tokenizer, max_new_tokens=max_new_tokens, batch_size=batch_size,
+                       mode=mode, engine=engine, llm=LLM(model=str(model_dir), dtype="auto"))
+        model, tokenizer = load_causal_lm(model_dir, device)
+        return cls(model, tokenizer, max_new_tokens=max_new_tokens, batch_size=batch_size, mode=mode)
+
+    # ------------------------------------------------------------------ prompts
+    def prompts(self, scenarios: Sequence[str], firsts: Sequence[str], seconds: Sequence[str]) -> list[str]:
+        if not len(scenarios) == len(firsts) == len(seconds):
+            raise ValueError("scenarios, firsts and seconds must have equal lengths")
+        return [judge_prompt(self.tokenizer, v, a, b) for v, a, b in zip(scenarios, firsts, seconds)]
+
+    def judge(self, scenarios: Sequence[str], firsts: Sequence[str], seconds: Sequence[str]) -> Verdicts:
+        """Verdicts on N prompts (slot A = ``firsts[i]``), batched."""
+        prompts = self.prompts(scenarios, firsts, seconds)
+        if self.mode == "logprob":
+            p = self.prob_first(prompts)
+            return Verdicts([A if x >= 0.5 else B for x in p], [""] * len(p), p)
+        texts = self.generate(prompts)
+        return _from_texts(texts)
+
+    def judge_one_at_a_time(self, scenarios, firsts, seconds) -> Verdicts:
+        """The unbatched reference for :meth:`judge` (one ``generate`` / forward call per prompt)."""
+        prompts = self.prompts(scenarios, firsts, seconds)
+        if self.mode == "logprob":
+            p = np.concatenate([self.prob_first([q]) for q in prompts]) if prompts else np.zeros(0)
+            return Verdicts([A if x >= 0.5 else B for x in p], [""] * len(p), p)
+        return _from_texts(self.generate_one_at_a_time(prompts))
+
+    # --------------------------------------------------------------- generation
+    def generate(self, prompts: Sequence[str]) -> list[str]:
+        """Greedy replies to ``prompts``: padded batches, longest prompts first, order restored."""
+        if not prompts:
+            return []
+        if self.engine == "vllm":
+            from vllm import SamplingParams
+
+            outs = self._llm.generate(list(prompts), SamplingParams(temperature=0.0, max_tokens=self.max_new_tokens))
+            return [o.outputs[0].text for o in outs]
+        lengths = [len(ids) for ids in self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]]
+        order = sorted(range(len(prompts)), key=lambda i: -lengths[i])
+        texts: list[str] = [""] * len(prompts)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start:start + self.batch_size]
+            for i, text in zip(idx, self._generate_batch([prompts[i] for i in idx])):
+                texts[i] = text
+        return texts
+
+    def generate_one_at_a_time(self, prompts: Sequence[str]) -> list[str]:
+        return [self._generate_batch([p])[0] for p in prompts]
+
+    def _generation_config(self):
+        from transformers import GenerationConfig
+
+        eos = self.model.generation_config.eos_token_id
+        if eos is None:
+            eos = self.tokenizer.eos_token_id
+        return GenerationConfig(
+            do_sample=False,
+            max_new_tokens=self.max_new_tokens,
+            pad_token_id=self.tokenizer.pad_token_id,
+            eos_token_id=eos,
+        )
+
+    def _generate_batch(self, prompts: list[str]) -> list[str]:
+        import torch
+
+        enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = {k: v.to(self.model.device) for k, v in enc.items()}
+        with torch.inference_mode():
+            out = self.model.generate(**enc, generation_config=self._generation_config())
+        new = out[:, enc["input_ids"].shape[1]:]
+        return self.tokenizer.batch_decode(new, skip_special_tokens=True)
+
+    # ------------------------------------------------------------------ logprob
+    def prob_first(self, prompts: Sequence[str]) -> np.ndarray:
+        """P(verdict A) at the answer position for each prompt (softmax over the two letters)."""
+        import torch
+
+        contexts, letters = [], []
+        prefix = answer_prefix(self.style)
+        for p in prompts:
+            ctx, a_id, b_id = self._answer_position(p + prefix)
+            contexts.append(ctx)
+            letters.append((a_id, b_id))
+        out = np.zeros(len(prompts))
+        for start in range(0, len(prompts), self.batch_size):
+            chunk = contexts[start:start + self.batch_size]
+            enc = self.tokenizer.pad({"input_ids": chunk}, padding=True, return_tensors="pt")
+            enc = {k: v.to(self.model.device) for k, v in enc.items()}
+            with torch.inference_mode():
+                logits = self.model(**enc).logits[:, -1, :].float()
+            ids = torch.tensor(letters[start:start + self.batch_size], device=logits.device)
+            pair = torch.gather(logits, 1, ids)
+            out[start:start + len(chunk)] = torch.softmax(pair, dim=1)[:, 0].cpu().numpy()
+        return out
+
+    def _answer_position(self, text: str) -> tuple[list[int], int, int]:
+        """Token ids up to the verdict letter, and the ids of the letters A and B there."""
+        ids_a = self.tokenizer(text + " A", add_special_tokens=False)["input_ids"]
+        ids_b = self.tokenizer(text + " B", add_special_tokens=False)["input_ids"]
+        n = 0
+        while n < min(len(ids_a), len(ids_b)) and ids_a[n] == ids_b[n]:
+            n += 1
+        if n == 0 or n >= min(len(ids_a), len(ids_b)):
+            raise ValueError("cannot locate the verdict letter's token after the answer prefix")
+        return ids_a[:n], ids_a[n], ids_b[n]
+
+
+def _from_texts(texts: list[str]) -> Verdicts:
+    verdicts = [parse_verdict(t) for t in texts]
+    p = np.array([{A: 1.0, B: 0.0}.get(v, 0.5) for v in verdicts])
+    return Verdicts(verdicts, texts, p)

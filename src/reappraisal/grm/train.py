@@ -1,0 +1,308 @@
+"""Train the generative reward model (GRM) in two stages, as RM-R1 does.
+
+Stage 1, distillation SFT (TRL ``SFTTrainer``): the judge learns to answer
+the model card's prompt with reasoning that ends in ``ANSWER: A|B``, from a
+teacher's traces file (``grm.traces_file``) or, when none is given, from
+short templated rationales written from the human ratings
+(:mod:`reappraisal.grm.traces`). Stage 2, RL with a verifiable reward (TRL
+``GRPOTrainer``, β > 0): +1 when the final verdict matches the human
+preference, −1 when wrong or unparseable (:mod:`reappraisal.grm.reward`).
+
+Both stages see only train-split pairs (checked against ``targets``), each
+pair in both orders; the templated traces and the RL prompts use only the
+clearly separated pairs (human margin ≥ ``grm.delta``). Outputs are written
+atomically: the stage-1 model to ``--sft-out``, the final model (with
+``training_summary.json``) to ``--out``; a failed run leaves neither.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from reappraisal.atomic import atomic_dir
+from reappraisal.cli import parse_params
+from reappraisal.errors import DataValidationError, PipelineInputError
+
+from .pairs import both_orders, check_pairs, select_pairs
+from .prompts import completion_style, format_completion, judge_prompt
+from .reward import trl_verdict_reward
+from .traces import teacher_traces, templated_traces
+
+SUMMARY_FILE = "training_summary.json"
+
+
+# --------------------------------------------------------------------------- data
+def read_table(path: str | Path, where: str) -> pd.DataFrame:
+    """A table from .parquet, .csv, .tsv or .jsonl (by suffix), with a clear error."""
+    path = Path(path)
+    if not path.is_file():
+        raise PipelineInputError("file not found", where=where)
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".parquet":
+            return pd.read_parquet(path)
+        if suffix == ".csv":
+            return pd.read_csv(path, dtype=str, keep_default_na=False)
+        if suffix == ".tsv":
+            return pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+        if suffix in {".jsonl", ".json"}:
+            return pd.read_json(path, lines=suffix == ".jsonl", dtype=False)
+    except (ValueError, OSError) as exc:
+        raise DataValidationError(f"cannot be read as {suffix[1:]} ({exc.__class__.__name__}: {exc})", where=where) from None
+    raise DataValidationError(f"unsupported file type {suffix!r} (use parquet, csv, tsv or jsonl)", where=where)
+
+
+def scenario_texts(vignettes: pd.DataFrame, needed: Sequence[str], where: str = "vignettes") -> dict[str, str]:
+    """vignette_id -> scenario text; every id in ``needed`` must be present."""
+    missing_cols = [c for c in ("vignette_id", "text") if c not in vignettes.columns]
+    if missing_cols:
+        raise DataValidationError(f"missing column(s) {missing_cols}", where=where)
+    texts = dict(zip(vignettes["vignette_id"].astype(str), vignettes["text"].astype(str)))
+    missing = sorted(set(map(str, needed)) - set(texts))
+    if missing:
+        raise DataValidationError(f"no text for scenario(s) {missing[:5]}", where=where)
+    return texts
+
+
+def check_train_only(pairs: pd.DataFrame, targets: pd.DataFrame) -> None:
+    """Every reappraisal of ``pairs`` must be a train-split reappraisal in ``targets``."""
+    for col in ("reappraisal_id", "split"):
+        if col not in targets.columns:
+            raise DataValidationError(f"missing column {col!r}", where="targets")
+    split = dict(zip(targets["reappraisal_id"], targets["split"]))
+    ids = pd.unique(pd.concat([pairs["id_a"], pairs["id_b"]]))
+    bad = [i for i in ids if split.get(i) != "train"]
+    if bad:
+        raise PipelineInputError(
+            f"{len(bad)} reappraisal(s) of the GRM's training pairs are not train-split reappraisals "
+            f"in targets (e.g. {bad[0]!r}: split {split.get(bad[0])!r}); the GRM trains on train only",
+            where="pairs",
+        )
+
+
+def sft_rows(
+    pairs: pd.DataFrame,
+    targets: pd.DataFrame,
+    *,
+    cfg: Mapping[str, Any],
+    data_cfg: Mapping[str, Any],
+    seed: int,
+    traces: pd.DataFrame | None = None,
+    traces_where: str = "config key 'grm.traces_file'",
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Judged items with ``reasoning`` for stage 1, and what was used (for the summary)."""
+    train = pairs[pairs["split"] == "train"]
+    if traces is not None:
+        rows, dropped = teacher_traces(both_orders(train), traces, where=traces_where)
+        return rows, {"source": "traces_file", "n_rows": len(rows), "n_dropped_wrong_verdict": dropped}
+    separated = select_pairs(pairs, split="train", delta=float(cfg["delta"]))
+    cap = (cfg.get("sft") or {}).get("max_pairs")
+    if cap is not None and len(separated) > cap:
+        separated = separated.sample(n=int(cap), random_state=seed).sort_index()
+    rows = templated_traces(
+        both_orders(separated),
+        targets,
+        dimensions=data_cfg["dimensions"],
+        primary=data_cfg["primary_dimension"],
+        tie=float(cfg.get("rationale_tie", 0.1)),
+    )
+    return rows, {"source": "templated", "n_rows": len(rows), "n_pairs": len(separated)}
+
+
+# ------------------------------------------------------------------------ training
+def _device_flags() -> dict[str, Any]:
+    import torch
+
+    gpu = torch.cuda.is_available()
+    return {"gpu": gpu, "dtype": "bfloat16" if gpu else "float32"}
+
+
+def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *, cfg: Mapping, seed: int,
+            out_dir: Path, work_dir: Path) -> list[dict]:
+    """Stage 1: SFT on prompt/completion text; saves model + tokenizer to ``out_dir``; returns the log."""
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
+    from trl import SFTConfig, SFTTrainer
+
+    set_seed(seed)
+    flags = _device_flags()
+    tokenizer = AutoTokenizer.from_pretrained(base_model)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    style = completion_style(tokenizer)
+    data = Dataset.from_dict({
+        "prompt": [judge_prompt(tokenizer, scenarios[v], a, b)
+                   for v, a, b in zip(rows["vignette_id"], rows["first"], rows["second"])],
+        "completion": [format_completion(r, c, style) for r, c in zip(rows["reasoning"], rows["correct"])],
+    })
+    model = AutoModelForCausalLM.from_pretrained(base_model, dtype=getattr(torch, flags["dtype"]))
+    sft = cfg["sft"]
+    args = SFTConfig(
+        output_dir=str(work_dir / "sft"),
+        num_train_epochs=float(sft["epochs"]),
+        learning_rate=float(sft["learning_rate"]),
+        per_device_train_batch_size=int(sft["batch_size"]),
+        max_length=int(sft["max_length"]),
+        lr_scheduler_type="linear",
+        warmup_steps=0,
+        logging_steps=int(sft.get("logging_steps", 10)),
+        save_strategy="no",
+        report_to="none",
+        bf16=flags["gpu"],
+        use_cpu=not flags["gpu"],
+        gradient_checkpointing=flags["gpu"],
+        seed=seed,
+        disable_tqdm=True,
+        shuffle_dataset=True,
+    )
+    trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
+    trainer.train()
+    trainer.save_model(str(out_dir))
+    tokenizer.save_pretrained(str(out_dir))
+    return list(trainer.state.log_history)
+
+
+def run_grpo(sft_dir: Path, items: pd.DataFrame, scenarios: Mapping[str, str], *, cfg: Mapping, seed: int,
+             out_dir: Path, work_dir: Path) -> list[dict]:
+    """Stage 2: GRPO from the SFT model with the ±1 verdict reward; saves to ``out_dir``; returns the log."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer, set_seed
+    from trl import GRPOConfig, GRPOTrainer
+
+    set_seed(seed)
+    flags = _device_flags()
+    tokenizer = AutoTokenizer.from_pretrained(str(sft_dir))
+    tokenizer.padding_side = "left"
+    items = items.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+    data = Dataset.from_dict({
+        "prompt": [judge_prompt(tokenizer, scenarios[v], a, b)
+                   for v, a, b in zip(items["vignette_id"], items["first"], items["second"])],
+        "correct": list(items["correct"]),
+    })
+    g = cfg["grpo"]
+    n_gen = int(g["num_generations"])
+    args = GRPOConfig(
+        output_dir=str(work_dir / "grpo"),
+        max_steps=int(g["steps"]),
+        per_device_train_batch_size=int(g["prompts_per_step"]) * n_gen,
+        num_generations=n_gen,
+        max_completion_length=int(g["max_completion_length"]),
+        learning_rate=float(g["learning_rate"]),
+        beta=float(g["beta"]),
+        temperature=float(g["temperature"]),
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        bf16=flags["gpu"],
+        use_cpu=not flags["gpu"],
+        gradient_checkpointing=flags["gpu"],
+        model_init_kwargs={"dtype": flags["dtype"]},
+        remove_unused_columns=False,
+        seed=seed,
+        disable_tqdm=True,
+    )
+    trainer = GRPOTrainer(
+        model=str(sft_dir), reward_funcs=[trl_verdict_reward], args=args, train_dataset=data,
+        processing_class=tokenizer,
+    )
+    trainer.train()
+    trainer.save_model(str(out_dir))
+    tokenizer.save_pretrained(str(out_dir))
+    return list(trainer.state.log_history)
+
+
+def train_grm(
+    base_model: str,
+    pairs: pd.DataFrame,
+    targets: pd.DataFrame,
+    vignettes: pd.DataFrame,
+    *,
+    cfg: Mapping[str, Any],
+    data_cfg: Mapping[str, Any],
+    seed: int,
+    out_dir: str | Path,
+    sft_out_dir: str | Path,
+    traces: pd.DataFrame | None = None,
+) -> dict[str, Any]:
+    """Run both stages; write the SFT model and the final model atomically; return the summary."""
+    start = time.monotonic()
+    check_pairs(pairs, "pairs")
+    train = pairs[pairs["split"] == "train"]
+    if train.empty:
+        raise PipelineInputError("no train-split pairs", where="pairs")
+    check_train_only(train, targets)
+    separated = select_pairs(pairs, split="train", delta=float(cfg["delta"]))
+    scenarios = scenario_texts(vignettes, train["vignette_id"].unique())
+    rows, sft_info = sft_rows(pairs, targets, cfg=cfg, data_cfg=data_cfg, seed=seed, traces=traces)
+    rl_items = both_orders(separated)
+
+    summary: dict[str, Any] = {
+        "base_model": str(base_model),
+        "delta": float(cfg["delta"]),
+        "n_train_pairs": int(len(train)),
+        "n_separated_train_pairs": int(len(separated)),
+        "sft": {**sft_info, "config": dict(cfg["sft"])},
+        "grpo": {"n_prompts_available": int(len(rl_items)), "config": dict(cfg["grpo"]),
+                 "reward": "+1 final verdict == human preference, -1 wrong or unparseable"},
+        "seed": int(seed),
+    }
+    with tempfile.TemporaryDirectory(prefix="grm_work_") as work, \
+            atomic_dir(out_dir) as final_tmp, atomic_dir(sft_out_dir) as sft_tmp:
+        work = Path(work)
+        t0 = time.monotonic()
+        summary["sft"]["log"] = run_sft(str(base_model), rows, scenarios, cfg=cfg, seed=seed,
+                                        out_dir=sft_tmp, work_dir=work)
+        summary["sft"]["seconds"] = round(time.monotonic() - t0, 2)
+        t0 = time.monotonic()
+        if int(cfg["grpo"]["steps"]) > 0:
+            summary["grpo"]["log"] = run_grpo(sft_tmp, rl_items, scenarios, cfg=cfg, seed=seed,
+                                              out_dir=final_tmp, work_dir=work)
+        else:
+            summary["grpo"]["log"] = []
+            summary["grpo"]["skipped"] = "grm.grpo.steps = 0: the final model is the stage-1 model"
+            shutil.copytree(sft_tmp, final_tmp, dirs_exist_ok=True)
+        summary["grpo"]["seconds"] = round(time.monotonic() - t0, 2)
+        summary["seconds"] = round(time.monotonic() - start, 2)
+        (final_tmp / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
+    return summary
+
+
+# ------------------------------------------------------------------------------ CLI
+def cli_main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="reappraisal train-grm", description=__doc__.splitlines()[0])
+    ap.add_argument("--base-model", required=True, help="directory or hub id of the base causal LM")
+    ap.add_argument("--pairs", required=True)
+    ap.add_argument("--targets", required=True)
+    ap.add_argument("--vignettes", required=True)
+    ap.add_argument("--out", required=True, help="final GRM directory")
+    ap.add_argument("--sft-out", required=True, help="stage-1 (SFT) model directory")
+    ap.add_argument("--params", default=None, help="JSON with sections grm, data, seed")
+    ns = ap.parse_args(argv)
+    params = parse_params(ns.params)
+    cfg, data_cfg = params.get("grm"), params.get("data")
+    if not cfg or not data_cfg:
+        raise PipelineInputError("--params must carry the 'grm' and 'data' sections")
+    traces = None
+    if cfg.get("traces_file"):
+        traces = read_table(cfg["traces_file"], where=f"config key 'grm.traces_file' ({cfg['traces_file']})")
+    summary = train_grm(
+        ns.base_model,
+        read_table(ns.pairs, ns.pairs),
+        read_table(ns.targets, ns.targets),
+        read_table(ns.vignettes, ns.vignettes),
+        cfg=cfg, data_cfg=data_cfg, seed=int(params.get("seed", 0)),
+        out_dir=ns.out, sft_out_dir=ns.sft_out, traces=traces,
+    )
+    print(f"train-grm: SFT on {summary['sft']['n_rows']} {summary['sft']['source']} traces "
+          f"({summary['sft']['seconds']} s), GRPO {cfg['grpo']['steps']} steps ({summary['grpo']['seconds']} s); "
+          f"wrote {ns.sft_out} and {ns.out}")
+    return 0

@@ -1,0 +1,89 @@
+"""Policy arms declared in ``config.yaml`` under ``policy.arms``.
+
+An arm is either *trained here* with committee weights (``w_rm``, ``w_grm``
+and optionally its own ``lam``, default ``policy.lam``), or *external*: a
+checkpoint trained elsewhere (e.g. the earlier Bradley-Terry-reward policy),
+given by ``external: <path or hub id>``, evaluated without training.
+Snakemake uses these helpers to constrain the ``{arm}`` wildcard of each rule,
+and downstream stages use :func:`policy_model_path` to find an arm's weights.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from reappraisal.errors import ConfigError
+
+from .committee import CommitteeWeights
+
+ARM_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+POLICIES_DIR = "results/policies"
+
+
+@dataclass(frozen=True)
+class ArmSpec:
+    """One arm: committee ``weights`` when trained here, else the ``external`` checkpoint."""
+
+    name: str
+    weights: CommitteeWeights | None = None
+    external: str | None = None
+
+    @property
+    def trained(self) -> bool:
+        return self.external is None
+
+
+def parse_arms(policy: Mapping[str, Any]) -> dict[str, ArmSpec]:
+    """All arms of a resolved ``policy`` config section, validated."""
+    arms = policy.get("arms") or {}
+    if not arms:
+        raise ConfigError("no arms declared", where="config key 'policy.arms'")
+    default_lam = float(policy.get("lam", 0.5))
+    out = {}
+    for name, spec in arms.items():
+        where = f"config key 'policy.arms.{name}'"
+        if not ARM_NAME.match(name):
+            raise ConfigError("arm names are lowercase letters, digits and '_'", where=where)
+        spec = spec or {}
+        if spec.get("external"):
+            if any(k in spec for k in ("w_rm", "w_grm", "lam")):
+                raise ConfigError("an external arm is not trained here: give `external` or weights, not both", where=where)
+            out[name] = ArmSpec(name=name, external=str(spec["external"]))
+            continue
+        try:
+            weights = CommitteeWeights(
+                w_rm=float(spec.get("w_rm", 0.0)), w_grm=float(spec.get("w_grm", 0.0)), lam=float(spec.get("lam", default_lam))
+            )
+        except ValueError as exc:
+            raise ConfigError(str(exc), where=where) from None
+        out[name] = ArmSpec(name=name, weights=weights)
+    return out
+
+
+def arm_spec(policy: Mapping[str, Any], name: str) -> ArmSpec:
+    """The arm called ``name``; a ConfigError naming the known arms otherwise."""
+    arms = parse_arms(policy)
+    if name not in arms:
+        raise ConfigError(f"unknown arm {name!r} (declared: {', '.join(sorted(arms))})", where="config key 'policy.arms'")
+    return arms[name]
+
+
+def trained_arms(policy: Mapping[str, Any]) -> list[str]:
+    return sorted(n for n, a in parse_arms(policy).items() if a.trained)
+
+
+def external_arms(policy: Mapping[str, Any]) -> list[str]:
+    return sorted(n for n, a in parse_arms(policy).items() if not a.trained)
+
+
+def wildcard_pattern(names: list[str]) -> str:
+    """A regex matching exactly ``names`` (a never-matching one when empty)."""
+    return "|".join(re.escape(n) for n in names) if names else "(?!x)x"
+
+
+def policy_model_path(policy: Mapping[str, Any], name: str) -> str:
+    """Where an arm's weights are: ``results/policies/<arm>/model`` or the external checkpoint."""
+    spec = arm_spec(policy, name)
+    return spec.external if spec.external else f"{POLICIES_DIR}/{name}/model"

@@ -1,0 +1,169 @@
+"""Demo only: warm-start the random-init tiny policy with a short SFT.
+
+A random-init policy never emits ``</think>``, so every answer would be empty,
+every committee reward equal and GRPO would have no signal. A real thinking
+model starts well-formed; this stage brings the tiny one there: supervised
+fine-tuning on the train split's human reappraisals, rendered exactly as the
+policy will be prompted (the card's system and user turns through the
+model's chat template, whose generation prompt opens ``<think>\\n``) and
+completed in the thinking format ``reasoning\\n</think>\\n\\nreappraisal<eos>``.
+The loss covers the completion tokens only. Only answers that pass the
+two-sentence format gate are used. The reasoning is a short line chosen
+from :data:`THINKING_LINES` so that the model learns the shape of a thought,
+not its content. Only train-split human texts are used, as everywhere in
+training (held-out and GPT-4 answers never are).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from reappraisal.errors import PipelineInputError
+
+from .committee import FormatGate
+from .prompts import build_messages
+
+THINKING_LINES = (
+    "They feel {emotion}. I can offer a kinder reading of what happened.",
+    "The feeling here is {emotion}. Another explanation may fit the facts.",
+    "What else could explain this? Keep it short and speak to them.",
+    "A gentler interpretation could ease the {emotion}.",
+)
+
+
+def warm_start_examples(targets, vignettes, *, seed: int, gate: FormatGate = FormatGate()) -> list[dict[str, str]]:
+    """SFT examples (``scenario``, ``thinking``, ``answer``) from train-split human reappraisals.
+
+    ``targets``/``vignettes`` follow the data contract; only vignettes of pool
+    ``train`` are used and answers failing ``gate`` are dropped.
+    """
+    need_t = {"vignette_id", "author_type", "split", "text"}
+    need_v = {"vignette_id", "text", "pool"}
+    if missing := need_t - set(targets.columns):
+        raise PipelineInputError(f"missing column(s) {sorted(missing)}", where="targets")
+    if missing := need_v - set(vignettes.columns):
+        raise PipelineInputError(f"missing column(s) {sorted(missing)}", where="vignettes")
+    vig = vignettes[vignettes["pool"] == "train"].set_index("vignette_id")
+    rows = targets[(targets["author_type"] == "human") & (targets["split"] == "train") & targets["vignette_id"].isin(vig.index)]
+    rng = random.Random(seed)
+    out = []
+    for r in rows.sort_values(["vignette_id", "text"]).itertuples(index=False):
+        answer = " ".join(str(r.text).split())
+        if not gate.check(answer).passed:
+            continue
+        v = vig.loc[r.vignette_id]
+        emotion = str(v["emotion"]) if "emotion" in vig.columns and isinstance(v.get("emotion"), str) else "upset"
+        thinking = rng.choice(THINKING_LINES).format(emotion=emotion)
+        out.append({"vignette_id": str(r.vignette_id), "scenario": str(v["text"]), "thinking": thinking, "answer": answer})
+    if not out:
+        raise PipelineInputError("no human train-split reappraisal of a train-pool vignette passes the format gate", where="targets")
+    return out
+
+
+def encode_example(tokenizer, example: Mapping[str, str], max_length: int) -> tuple[list[int], list[int]]:
+    """Token ids and labels (-100 on the prompt) of one example in the thinking format."""
+    prompt = tokenizer.apply_chat_template(build_messages(example["scenario"]), tokenize=False, add_generation_prompt=True)
+    completion = f"{example['thinking']}\n</think>\n\n{example['answer']}{tokenizer.eos_token}"
+    p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    c_ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
+    ids = (p_ids + c_ids)[:max_length]
+    labels = ([-100] * len(p_ids) + c_ids)[:max_length]
+    return ids, labels
+
+
+def run_warm_start(
+    base_dir: str | Path,
+    examples: Sequence[Mapping[str, str]],
+    out_dir: str | Path,
+    *,
+    steps: int,
+    lr: float,
+    batch_size: int,
+    max_length: int,
+    seed: int,
+) -> dict[str, Any]:
+    """SFT the causal LM in ``base_dir`` on ``examples``; save model + tokenizer to ``out_dir`` atomically."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from reappraisal.atomic import atomic_dir
+
+    torch.manual_seed(seed)
+    tok = AutoTokenizer.from_pretrained(base_dir)
+    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
+    model.train()
+    encoded = [encode_example(tok, ex, max_length) for ex in examples]
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, steps // 10)))
+    rng = random.Random(seed)
+    pad = tok.pad_token_id
+    losses = []
+    t0 = time.perf_counter()
+    order: list[int] = []
+    for step in range(steps):
+        if len(order) < batch_size:
+            order += rng.sample(range(len(encoded)), len(encoded))
+        idx, order = order[:batch_size], order[batch_size:]
+        batch = [encoded[i] for i in idx]
+        width = max(len(ids) for ids, _ in batch)
+        input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
+        labels = torch.full((len(batch), width), -100, dtype=torch.long)
+        attn = torch.zeros((len(batch), width), dtype=torch.long)
+        for j, (ids, lab) in enumerate(batch):
+            input_ids[j, : len(ids)] = torch.tensor(ids)
+            labels[j, : len(lab)] = torch.tensor(lab)
+            attn[j, : len(ids)] = 1
+        loss = model(input_ids=input_ids, attention_mask=attn, labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(float(loss.detach()))
+    summary = {
+        "n_examples": len(examples),
+        "steps": steps,
+        "batch_size": batch_size,
+        "lr": lr,
+        "loss_first": losses[0] if losses else None,
+        "loss_last": sum(losses[-10:]) / len(losses[-10:]) if losses else None,
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+    with atomic_dir(out_dir) as tmp:
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        (tmp / "warm_start.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    return summary
+
+
+def cli_main(argv: Sequence[str]) -> int:
+    import pandas as pd
+
+    from reappraisal.cli import parse_params
+
+    ap = argparse.ArgumentParser(prog="reappraisal warm-start-policy", description=__doc__.splitlines()[0])
+    ap.add_argument("--base-dir", required=True, help="the random-init tiny policy (prepare_base_models)")
+    ap.add_argument("--targets", required=True)
+    ap.add_argument("--vignettes", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--params", default="{}")
+    args = ap.parse_args(argv)
+    params = parse_params(args.params)
+    policy = params.get("policy") or {}
+    ws = policy.get("warm_start") or {}
+    gate_cfg = policy.get("format_gate") or {}
+    gate = FormatGate(max_sentences=int(gate_cfg.get("max_sentences", 2)), penalty=float(gate_cfg.get("penalty", -3.0)))
+    seed = int(params.get("seed", 0))
+    examples = warm_start_examples(pd.read_parquet(args.targets), pd.read_parquet(args.vignettes), seed=seed, gate=gate)
+    summary = run_warm_start(
+        args.base_dir, examples, args.out,
+        steps=int(ws.get("steps", 200)), lr=float(ws.get("lr", 2e-3)), batch_size=int(ws.get("batch_size", 16)),
+        max_length=int(ws.get("max_length", 512)), seed=seed,
+    )
+    print(json.dumps(summary, sort_keys=True))
+    return 0
