@@ -23,6 +23,10 @@ COMMANDS: dict[str, str] = {
     "normalize-ratings": "reappraisal.data.normalize_io:cli_main",
     "split-reappraisals": "reappraisal.data.split_io:cli_main",
     "check-leakage": "reappraisal.data.leakage_io:cli_main",
+    "train-grm": "reappraisal.grm.train:cli_main",
+    "evaluate-grm": "reappraisal.grm.evaluate:cli_main",
+    "warm-start-policy": "reappraisal.policy.warm_start:cli_main",
+    "train-policy": "reappraisal.policy.train:cli_main",
     "report": "reappraisal.evaluation.report:cli_main",
 }
 

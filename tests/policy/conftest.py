@@ -14,8 +14,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from reappraisal.policy.prompts import SYSTEM_PROMPT, USER_TEMPLATE
+
+# One intra-op thread: on a shared 2-core machine two OpenMP threads that
+# compete with other processes run tiny models ~10x slower, not faster.
+torch.set_num_threads(1)
 
 SCENARIOS = {
     "v01": ("Your friend did not come to your birthday dinner and did not answer your messages.", "sadness"),

@@ -82,6 +82,23 @@ def _scalar(v: Any) -> str:
     return str(v)
 
 
+#: Training-log columns charted per step, in order (those present are drawn).
+CHARTED = ("reward", "reward_std", "kl", "entropy", "frac_reward_zero_std", "clipped_ratio", "gate_pass_rate", "completion_mean_length")
+
+
+def render_training_log(path: Path) -> str:
+    """Per-step charts of a GRPO training log (CSV with a ``step`` column)."""
+    import pandas as pd
+
+    from .charts import line_chart
+
+    log = pd.read_csv(path)
+    if log.empty or "step" not in log.columns:
+        return "<p class=muted>(training log is empty)</p>"
+    charts = [line_chart(log["step"], log[c], title=c) for c in CHARTED if c in log.columns]
+    return f"<p class=muted>{len(log)} logged steps.</p><div>{''.join(charts)}</div>"
+
+
 def git_commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
@@ -108,6 +125,8 @@ def build_report(inputs: Mapping[str, str], *, preset: str) -> str:
                 parts.append(render_value(json.loads(p.read_text())))
             except json.JSONDecodeError as exc:
                 raise PipelineInputError(f"not valid JSON ({exc.msg})", where=str(p)) from None
+        elif p.name.endswith("training_log.csv"):
+            parts.append(render_training_log(p))
         elif p.suffix in {".html", ".htm"}:
             parts.append(p.read_text())
         else:

@@ -5,13 +5,16 @@ and optionally its own ``lam``, default ``policy.lam``), or *external*: a
 checkpoint trained elsewhere (e.g. the earlier Bradley-Terry-reward policy),
 given by ``external: <path or hub id>``, evaluated without training.
 Snakemake uses these helpers to constrain the ``{arm}`` wildcard of each rule,
-and downstream stages use :func:`policy_model_path` to find an arm's weights.
+and downstream stages use :func:`resolve_model_dir` on ``results/policies/<arm>/model``
+(or :func:`policy_model_path` on the config) to find an arm's weights.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
 from reappraisal.errors import ConfigError
@@ -20,6 +23,8 @@ from .committee import CommitteeWeights
 
 ARM_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 POLICIES_DIR = "results/policies"
+#: File in ``results/policies/<arm>/model/`` of an external arm, naming its checkpoint.
+EXTERNAL_POINTER = "EXTERNAL.json"
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,14 @@ def external_arms(policy: Mapping[str, Any]) -> list[str]:
 def wildcard_pattern(names: list[str]) -> str:
     """A regex matching exactly ``names`` (a never-matching one when empty)."""
     return "|".join(re.escape(n) for n in names) if names else "(?!x)x"
+
+
+def resolve_model_dir(model_dir: str | Path) -> str:
+    """The weights behind ``results/policies/<arm>/model``: itself, or the checkpoint an external arm points to."""
+    pointer = Path(model_dir) / EXTERNAL_POINTER
+    if pointer.is_file():
+        return str(json.loads(pointer.read_text())["checkpoint"])
+    return str(model_dir)
 
 
 def policy_model_path(policy: Mapping[str, Any], name: str) -> str:

@@ -11,7 +11,9 @@ next to it, and the work directory is removed.
 
 Outputs of arm ``<arm>``: ``results/policies/<arm>/model/`` (weights +
 tokenizer), ``training_log.csv`` and ``health.json``. An external arm (a
-checkpoint trained elsewhere) gets only a ``health.json`` that says so.
+checkpoint trained elsewhere) gets the same three paths: ``model/EXTERNAL.json``
+pointing at the checkpoint, a log without rows and a ``health.json`` saying it
+was not trained here.
 """
 
 from __future__ import annotations
@@ -31,6 +33,15 @@ from .committee import FormatGate
 from .health import HealthThresholds, health_verdict, training_log_rows
 from .prompts import prompt_rows
 from .reward_adapter import CommitteeReward, GRMScorer, RMScorer
+
+
+def set_cpu_threads(policy: Mapping[str, Any]) -> None:
+    """Apply ``policy.cpu_threads`` (torch intra-op threads on CPU runs; null keeps torch's default)."""
+    n = policy.get("cpu_threads")
+    if n and policy.get("use_cpu"):
+        import torch
+
+        torch.set_num_threads(int(n))
 
 
 def format_gate(policy: Mapping[str, Any]) -> FormatGate:
@@ -76,7 +87,7 @@ def grpo_settings(policy: Mapping[str, Any], *, seed: int, output_dir: str | Pat
         max_grad_norm=float(policy.get("max_grad_norm", 1.0)),
         bf16=precision == "bf16",
         use_cpu=bool(policy.get("use_cpu", False)),
-        gradient_checkpointing=bool(policy.get("gradient_checkpointing", False)),
+        activation_checkpointing=bool(policy.get("gradient_checkpointing", False)),
         model_init_kwargs={"dtype": "bfloat16" if precision == "bf16" else "float32"},
         remove_unused_columns=False,
         log_completions=False,
@@ -219,8 +230,37 @@ def external_health(arm: ArmSpec) -> dict[str, Any]:
     }
 
 
+def record_external(arm: ArmSpec, out_dir: str | Path) -> dict[str, Any]:
+    """Outputs of an external arm: ``model/EXTERNAL.json`` (pointer), an empty log, ``health.json``.
+
+    Downstream stages resolve the pointer with
+    :func:`reappraisal.policy.arms.resolve_model_dir`.
+    """
+    import pandas as pd
+
+    from reappraisal.atomic import atomic_dir, atomic_path, write_json
+
+    from .arms import EXTERNAL_POINTER
+    from .health import LOG_COLUMNS
+
+    out_dir = Path(out_dir)
+    with atomic_dir(out_dir / "model") as tmp:
+        (tmp / EXTERNAL_POINTER).write_text(json.dumps({"arm": arm.name, "checkpoint": arm.external}, indent=2) + "\n")
+    with atomic_path(out_dir / "training_log.csv", suffix=".csv") as tmp:
+        pd.DataFrame(columns=["step", *LOG_COLUMNS]).to_csv(tmp, index=False)
+    health = external_health(arm)
+    write_json(health, out_dir / "health.json")
+    return health
+
+
 def build_scorers(arm: ArmSpec, params: Mapping[str, Any], *, rm_dirs, grm_dir, targets, vignettes):
-    """The real judges an arm needs (lazy imports; each process puts them on its own device)."""
+    """The real judges an arm needs (lazy imports; each process puts them on its own device).
+
+    The ensemble runs with ``policy.scorers``; the GRM with the ``grm``
+    section's ``scorer_mode``, ``engine``, ``max_new_tokens`` and ``batch_size``
+    (the settings it is evaluated with), its references being the
+    median human train-split reappraisal on ``data.primary_dimension``.
+    """
     from accelerate import PartialState
 
     scorers = (params.get("policy") or {}).get("scorers") or {}
@@ -241,27 +281,28 @@ def build_scorers(arm: ArmSpec, params: Mapping[str, Any], *, rm_dirs, grm_dir, 
 
         if not grm_dir:
             raise PipelineInputError("the arm weights the GRM but no --grm-dir was given", where=arm.name)
-        dim = scorers.get("grm_reference_dimension") or (params.get("data") or {}).get("primary_dimension", "effectiveness")
+        grm_cfg = params.get("grm") or {}
+        dim = (params.get("data") or {}).get("primary_dimension", "effectiveness")
         refs = median_references(targets, vignettes, dim)
         grm = RealGRM.from_dir(
-            grm_dir, references=refs, max_new_tokens=int(scorers.get("grm_max_new_tokens", 512)),
-            batch_size=int(scorers.get("grm_batch_size", 32)), mode=str(scorers.get("grm_mode", "generate")),
-            device=device,
+            grm_dir, references=refs, max_new_tokens=int(grm_cfg.get("max_new_tokens", 512)),
+            batch_size=int(grm_cfg.get("batch_size", 32)), mode=str(grm_cfg.get("scorer_mode", "generate")),
+            engine=str(grm_cfg.get("engine", "hf")), device=device,
         )
     return rm, grm
 
 
 def cli_main(argv: Sequence[str]) -> int:
-    """``train-policy``: train one arm (see module doc)."""
+    """``train-policy``: train one arm, or record an external arm's checkpoint (see module doc)."""
     import pandas as pd
 
     from reappraisal.cli import parse_params
 
     ap = argparse.ArgumentParser(prog="reappraisal train-policy", description=__doc__.splitlines()[0])
     ap.add_argument("--arm", required=True)
-    ap.add_argument("--model-dir", required=True, help="base policy (demo: the warm-started tiny model)")
-    ap.add_argument("--vignettes", required=True)
-    ap.add_argument("--targets", required=True, help="for the GRM's reference reappraisals")
+    ap.add_argument("--model-dir", help="base policy (demo: the warm-started tiny model); not for external arms")
+    ap.add_argument("--vignettes", help="prompts: the train pool's vignettes")
+    ap.add_argument("--targets", help="for the GRM's reference reappraisals")
     ap.add_argument("--rm-dirs", nargs="*", default=[])
     ap.add_argument("--grm-dir", default=None)
     ap.add_argument("--out-dir", required=True, help="results/policies/<arm>")
@@ -269,7 +310,15 @@ def cli_main(argv: Sequence[str]) -> int:
     args = ap.parse_args(argv)
     params = parse_params(args.params)
     policy = params.get("policy") or {}
+    set_cpu_threads(policy)
     arm = arm_spec(policy, args.arm)
+    if not arm.trained:
+        health = record_external(arm, args.out_dir)
+        print(json.dumps({"arm": arm.name, "verdict": health["verdict"], "checkpoint": arm.external}))
+        return 0
+    for flag, value in (("--model-dir", args.model_dir), ("--vignettes", args.vignettes), ("--targets", args.targets)):
+        if not value:
+            raise PipelineInputError(f"{flag} is required to train arm {arm.name!r}", where="train-policy")
     vignettes = pd.read_parquet(args.vignettes)
     targets = pd.read_parquet(args.targets)
     rm, grm = build_scorers(arm, params, rm_dirs=args.rm_dirs, grm_dir=args.grm_dir, targets=targets, vignettes=vignettes)
@@ -279,21 +328,4 @@ def cli_main(argv: Sequence[str]) -> int:
     )
     if health:
         print(json.dumps({"arm": arm.name, "verdict": health["verdict"], "failed": health["failed"]}))
-    return 0
-
-
-def external_cli_main(argv: Sequence[str]) -> int:
-    """``external-policy``: record an external arm's checkpoint (no training)."""
-    from reappraisal.atomic import write_json
-    from reappraisal.cli import parse_params
-
-    ap = argparse.ArgumentParser(prog="reappraisal external-policy")
-    ap.add_argument("--arm", required=True)
-    ap.add_argument("--health", required=True)
-    ap.add_argument("--params", default="{}")
-    args = ap.parse_args(argv)
-    arm = arm_spec(parse_params(args.params).get("policy") or {}, args.arm)
-    if arm.trained:
-        raise PipelineInputError(f"arm {arm.name!r} is trained here; use train-policy", where="policy.arms")
-    write_json(external_health(arm), args.health)
     return 0

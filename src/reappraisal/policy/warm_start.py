@@ -153,8 +153,11 @@ def cli_main(argv: Sequence[str]) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--params", default="{}")
     args = ap.parse_args(argv)
+    from .train import set_cpu_threads
+
     params = parse_params(args.params)
     policy = params.get("policy") or {}
+    set_cpu_threads(policy)
     ws = policy.get("warm_start") or {}
     gate_cfg = policy.get("format_gate") or {}
     gate = FormatGate(max_sentences=int(gate_cfg.get("max_sentences", 2)), penalty=float(gate_cfg.get("penalty", -3.0)))

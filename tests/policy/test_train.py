@@ -1,0 +1,153 @@
+"""GRPO training of an arm end to end (tiny policy, fake judges), resume, settings, external arms."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import FakeGRM, FakeRM
+
+from reappraisal.config import load_config
+from reappraisal.errors import ConfigError, PipelineInputError
+from reappraisal.policy.arms import ArmSpec, parse_arms, resolve_model_dir
+from reappraisal.policy.committee import CommitteeWeights, FormatGate
+from reappraisal.policy.train import check_batch_fits, grpo_settings, record_external, train_policy
+
+POLICY = dict(
+    lr=1e-4, beta=0.04, num_generations=4, max_completion_length=40, per_device_train_batch_size=8,
+    max_steps=3, save_steps=2, use_cpu=True, precision="fp32", format_gate={"max_sentences": 2, "penalty": -3.0},
+    health={"window": 2},
+)
+COMMITTEE = ArmSpec("committee", CommitteeWeights(0.5, 0.5, 0.5))
+
+
+def test_warm_start_gives_well_formed_varied_answers(warm_policy, vignettes):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from reappraisal.policy.answer import decode_completions, extract_answer
+    from reappraisal.policy.prompts import build_messages
+
+    tok = AutoTokenizer.from_pretrained(warm_policy)
+    model = AutoModelForCausalLM.from_pretrained(warm_policy)
+    prompt = tok.apply_chat_template(build_messages(vignettes["text"][0]), tokenize=False, add_generation_prompt=True)
+    ids = tok(prompt, return_tensors="pt", add_special_tokens=False)["input_ids"]
+    torch.manual_seed(0)
+    out = model.generate(ids.repeat(8, 1), do_sample=True, max_new_tokens=40, pad_token_id=tok.pad_token_id)
+    answers = [extract_answer(t) for t in decode_completions(tok, [o[ids.shape[1]:].tolist() for o in out])]
+    gate = FormatGate()
+    assert sum(gate.check(a).passed for a in answers) >= 6
+    assert len(set(answers)) >= 3
+
+
+def test_train_arm_end_to_end(tmp_path, warm_policy, vignettes):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    out = tmp_path / "committee"
+    health = train_policy(arm=COMMITTEE, policy=POLICY, model_dir=warm_policy, vignettes=vignettes, out_dir=out,
+                          rm_scorer=FakeRM(), grm_scorer=FakeGRM(), seed=0)
+    AutoModelForCausalLM.from_pretrained(out / "model")
+    AutoTokenizer.from_pretrained(out / "model")
+    log = pd.read_csv(out / "training_log.csv")
+    assert list(log["step"]) == [1, 2, 3]
+    for col in ("reward", "reward_std", "rm_score", "grm_score", "guard", "kl", "entropy", "frac_reward_zero_std",
+                "clipped_ratio", "gate_pass_rate", "completion_mean_length"):
+        assert log[col].notna().all(), col
+    on_disk = json.loads((out / "health.json").read_text())
+    assert on_disk["verdict"] in {"healthy", "unhealthy"} and on_disk == json.loads(json.dumps(health))
+    assert set(on_disk["checks"]) == {"kl_bounded", "entropy_alive", "reward_std_alive", "truncation_low", "format_ok"}
+    first = on_disk["first_step"]
+    assert first["gate_pass_rate"] >= 0.5 and first["frac_reward_zero_std"] < 1.0
+    assert not (out / "checkpoints").exists()
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_rerun_resumes_from_last_checkpoint(tmp_path, warm_policy, vignettes):
+    from transformers import TrainerCallback
+
+    policy = dict(POLICY, max_steps=4, save_steps=2)
+    out = tmp_path / "arm"
+
+    class InterruptAfterFirstSave(TrainerCallback):
+        def on_save(self, args, state, control, **kw):
+            raise Interrupted(state.global_step)
+
+    with pytest.raises(Interrupted):
+        train_policy(arm=COMMITTEE, policy=policy, model_dir=warm_policy, vignettes=vignettes, out_dir=out,
+                     rm_scorer=FakeRM(), grm_scorer=FakeGRM(), seed=0, callbacks=[InterruptAfterFirstSave()])
+    assert (out / "checkpoints" / "checkpoint-2").is_dir()
+    assert not (out / "model").exists() and not (out / "health.json").exists()
+
+    seen = {}
+
+    class Probe(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kw):
+            seen["start_step"] = state.global_step
+
+        def on_step_begin(self, args, state, control, optimizer=None, **kw):
+            if "adam_step" not in seen:
+                param = next(p for g in optimizer.param_groups for p in g["params"])
+                seen["adam_step"] = float(optimizer.state[param]["step"])
+
+    health = train_policy(arm=COMMITTEE, policy=policy, model_dir=warm_policy, vignettes=vignettes, out_dir=out,
+                          rm_scorer=FakeRM(), grm_scorer=FakeGRM(), seed=0, callbacks=[Probe()])
+    assert seen == {"start_step": 2, "adam_step": 2.0}  # step count and optimizer state restored
+    assert health["resumed_from"].endswith("checkpoint-2") and health["global_step"] == 4
+    assert list(pd.read_csv(out / "training_log.csv")["step"]) == [1, 2, 3, 4]
+    assert not (out / "checkpoints").exists()
+
+
+def test_paper_preset_has_the_model_cards_settings(tmp_path):
+    cfg = load_config(overrides={"preset": "paper"})
+    s = grpo_settings(cfg["policy"], seed=cfg["seed"], output_dir=tmp_path)
+    assert (s["learning_rate"], s["beta"], s["num_generations"], s["max_steps"], s["bf16"]) == (8e-6, 0.04, 12, 500, True)
+    assert cfg["policy"]["launcher"] == {"accelerate_config": "workflow/accelerate/zero2_4gpu.yaml", "num_processes": 4}
+    assert "use_vllm" not in s
+    vllm = grpo_settings(dict(cfg["policy"], vllm={"enabled": True, "mode": "colocate"}), seed=0, output_dir=tmp_path)
+    assert vllm["use_vllm"] and vllm["vllm_mode"] == "colocate"
+    check_batch_fits(cfg["policy"], n_prompts=6, world_size=4)  # 4 prompt groups of 12 per step from 6 scenarios
+    demo = load_config()["policy"]
+    assert demo["beta"] > 0 and demo["use_cpu"] and demo["warm_start"]["enabled"]
+
+
+def test_zero_beta_is_refused_with_a_reason(tmp_path):
+    with pytest.raises(ConfigError, match="reward-hack"):
+        load_config(overrides={"policy": {"beta": 0.0}})
+    with pytest.raises(ConfigError, match="beta must be > 0"):
+        grpo_settings(dict(POLICY, beta=0.0), seed=0, output_dir=tmp_path)
+
+
+def test_batch_layout_checks():
+    with pytest.raises(ConfigError, match="multiple of num_generations"):
+        check_batch_fits(dict(POLICY, per_device_train_batch_size=6), n_prompts=4, world_size=1)
+    with pytest.raises(ConfigError, match="distinct prompts"):
+        check_batch_fits(dict(POLICY, per_device_train_batch_size=24), n_prompts=4, world_size=1)
+
+
+def test_arms_from_config_and_external(tmp_path):
+    arms = parse_arms(load_config()["policy"])
+    assert {n: (a.weights.w_rm, a.weights.w_grm, a.weights.lam) for n, a in arms.items()} == {
+        "committee": (0.5, 0.5, 0.5), "rm_only": (1.0, 0.0, 0.5), "committee_rm_heavy": (0.7, 0.3, 0.5)}
+    ext = parse_arms({"arms": {"bt_reward": {"external": "/ckpt/bt"}}})["bt_reward"]
+    assert not ext.trained
+    health = record_external(ext, tmp_path / "bt_reward")
+    assert health["verdict"] == "not_trained_here" and health["checkpoint"] == "/ckpt/bt"
+    assert resolve_model_dir(tmp_path / "bt_reward" / "model") == "/ckpt/bt"
+    assert len(pd.read_csv(tmp_path / "bt_reward" / "training_log.csv")) == 0
+    with pytest.raises(PipelineInputError):
+        train_policy(arm=ext, policy=POLICY, model_dir="x", vignettes=None, out_dir=tmp_path, rm_scorer=None,
+                     grm_scorer=None, seed=0)
+    with pytest.raises(ConfigError):
+        parse_arms({"arms": {"bad": {"external": "/x", "w_rm": 1.0}}})
+
+
+def test_accelerate_zero2_config_parses():
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    path = Path(__file__).resolve().parents[2] / "workflow" / "accelerate" / "zero2_4gpu.yaml"
+    c = load_config_from_file(str(path))
+    assert (str(c.distributed_type), c.num_processes, c.mixed_precision, c.deepspeed_config["zero_stage"]) == (
+        "DistributedType.DEEPSPEED", 4, "bf16", 2)

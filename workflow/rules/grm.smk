@@ -1,0 +1,50 @@
+# Generative pairwise reward model (GRM), RM-R1 style: distillation SFT on judge
+# traces, then GRPO with a verifiable reward; evaluated on held-out clearly
+# separated human pairs (accuracy, error rate, position consistency, first-slot bias).
+
+
+rule train_grm:
+    input:
+        base_manifest="results/models/base/MANIFEST.json",
+        pairs="data/processed/pairs.parquet",
+        targets="data/processed/targets.parquet",
+        vignettes="data/interim/vignettes.parquet",
+        traces=lambda w: [config["grm"]["traces_file"]] if config["grm"].get("traces_file") else [],
+    output:
+        model=directory("results/models/grm"),
+        sft=directory("results/models/grm_sft"),
+    params:
+        cfg=lambda w: section("grm", "data"),
+        base=lambda w: config["models"]["grm_base"],
+    log:
+        "logs/train_grm.log",
+    conda:
+        "../../envs/train.yaml"
+    shell:
+        "python -m reappraisal train-grm --base-model {params.base:q} --pairs {input.pairs} --targets {input.targets}"
+        " --vignettes {input.vignettes} --out {output.model} --sft-out {output.sft}"
+        " --params {params.cfg:q} 2>&1 | tee {log}"
+
+
+rule evaluate_grm:
+    input:
+        model="results/models/grm",
+        sft="results/models/grm_sft",
+        pairs="data/processed/pairs.parquet",
+        vignettes="data/interim/vignettes.parquet",
+    output:
+        metrics="results/metrics/grm.json",
+        judgments="results/metrics/grm_judgments.parquet",
+    params:
+        cfg=lambda w: section("grm"),
+    log:
+        "logs/evaluate_grm.log",
+    conda:
+        "../../envs/train.yaml"
+    shell:
+        "python -m reappraisal evaluate-grm --model {input.model} --sft-model {input.sft} --pairs {input.pairs}"
+        " --vignettes {input.vignettes} --out {output.metrics} --judgments-out {output.judgments}"
+        " --params {params.cfg:q} 2>&1 | tee {log}"
+
+
+REPORT_INPUTS["grm"] = "results/metrics/grm.json"

@@ -1,0 +1,84 @@
+# Policy: GRPO (TRL) on the committee reward, one job per arm (config policy.arms).
+# Demo only: warm_start_policy first teaches the random-init tiny policy the
+# thinking format, so GRPO starts from well-formed, varied answers.
+# An external arm (a checkpoint trained elsewhere) runs through train_policy
+# too: it records a pointer to the checkpoint and a health.json saying it was
+# not trained here.
+from reappraisal.policy.arms import parse_arms
+
+
+rule warm_start_policy:
+    input:
+        base_manifest="results/models/base/MANIFEST.json",
+        targets="data/processed/targets.parquet",
+        vignettes="data/interim/vignettes.parquet",
+        leakage="results/checks/leakage.json",
+    output:
+        model=directory("results/models/base/policy_warm"),
+    params:
+        cfg=lambda w: section("policy"),
+        base=lambda w: config["models"]["policy_base"],
+    log:
+        "logs/warm_start_policy.log",
+    conda:
+        "../../envs/train.yaml"
+    shell:
+        "python -m reappraisal warm-start-policy --base-dir {params.base:q} --targets {input.targets}"
+        " --vignettes {input.vignettes} --out {output.model} --params {params.cfg:q} 2>&1 | tee {log}"
+
+
+rule train_policy:
+    input:
+        base_manifest="results/models/base/MANIFEST.json",
+        warm=lambda w: (
+            ["results/models/base/policy_warm"]
+            if config["policy"]["warm_start"]["enabled"] and parse_arms(config["policy"])[w.arm].trained
+            else []
+        ),
+        rm=lambda w: (
+            [f"results/models/rm/seed{s}" for s in config.get("reward", {}).get("seeds", [0, 1, 2])]
+            if parse_arms(config["policy"])[w.arm].trained and parse_arms(config["policy"])[w.arm].weights.uses_rm
+            else []
+        ),
+        grm=lambda w: (
+            ["results/models/grm"]
+            if parse_arms(config["policy"])[w.arm].trained and parse_arms(config["policy"])[w.arm].weights.uses_grm
+            else []
+        ),
+        targets="data/processed/targets.parquet",
+        vignettes="data/interim/vignettes.parquet",
+        leakage="results/checks/leakage.json",
+    output:
+        model=directory("results/policies/{arm}/model"),
+        training_log="results/policies/{arm}/training_log.csv",
+        health="results/policies/{arm}/health.json",
+    wildcard_constraints:
+        arm="|".join(sorted(parse_arms(config["policy"]))),
+    params:
+        cfg=lambda w: section("policy", "data", "grm"),
+        base=lambda w: (
+            "results/models/base/policy_warm"
+            if config["policy"]["warm_start"]["enabled"]
+            else config["models"]["policy_base"]
+        ),
+        launch=lambda w: (
+            "-m accelerate.commands.launch --config_file "
+            + config["policy"]["launcher"]["accelerate_config"]
+            + f" --num_processes {config['policy']['launcher']['num_processes']}"
+            if config["policy"]["launcher"].get("accelerate_config")
+            else ""
+        ),
+        rm_flag=lambda w, input: ("--rm-dirs " + " ".join(input.rm)) if input.rm else "",
+        grm_flag=lambda w, input: f"--grm-dir {input.grm[0]}" if input.grm else "",
+    log:
+        "logs/train_policy/{arm}.log",
+    conda:
+        "../../envs/train.yaml"
+    shell:
+        "python {params.launch} -m reappraisal train-policy --arm {wildcards.arm} --model-dir {params.base:q}"
+        " --vignettes {input.vignettes} --targets {input.targets} {params.rm_flag} {params.grm_flag}"
+        " --out-dir results/policies/{wildcards.arm} --params {params.cfg:q} 2>&1 | tee {log}"
+
+
+for _arm in sorted(parse_arms(config["policy"])):
+    REPORT_INPUTS[f"policy_{_arm}"] = f"results/policies/{_arm}/health.json"
