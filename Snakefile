@@ -10,6 +10,7 @@ configfile: "config.yaml"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/models.smk"
 include: "workflow/rules/report.smk"
 
 

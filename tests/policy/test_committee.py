@@ -96,6 +96,14 @@ def test_batch_is_per_group():
     assert res.rewards[3:] == pytest.approx([-Z, 0.0, Z])  # judges agree: no guard
     m = res.metrics()
     assert m["gate_pass_rate"] == 1.0 and m["rm_score"] == pytest.approx(11.0)
+    assert m["rm_flat_rate"] == 0.0 and m["grm_flat_rate"] == 0.0
+
+
+def test_flat_judge_is_reported():
+    keys = ["a"] * 3 + ["b"] * 3
+    res = committee_rewards(keys, [True] * 6, [1.0, 2.0, 3.0, 1.0, 2.0, 3.0], [0.5] * 3 + [0.0, 0.5, 1.0],
+                            group_size=3, weights=EQUAL, penalty=-3.0)
+    assert res.metrics()["grm_flat_rate"] == 0.5  # the GRM gives no signal in group "a"
 
 
 def test_group_layout_is_validated():

@@ -39,7 +39,8 @@ def test_adapter_scores_passing_answers_once_per_judge_and_logs():
     assert logged["committee/gate_pass_rate"] == pytest.approx(6 / 8)
     assert logged["committee/gate_empty_rate"] == pytest.approx(1 / 8)
     assert logged["committee/gate_too_long_rate"] == pytest.approx(1 / 8)
-    assert {"committee/rm_score", "committee/grm_score", "committee/guard"} <= set(logged)
+    assert {"committee/rm_score", "committee/grm_score", "committee/guard", "committee/rm_flat_rate",
+            "committee/grm_flat_rate"} <= set(logged)
 
 
 def test_rm_only_never_calls_the_grm():

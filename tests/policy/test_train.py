@@ -151,3 +151,13 @@ def test_accelerate_zero2_config_parses():
     c = load_config_from_file(str(path))
     assert (str(c.distributed_type), c.num_processes, c.mixed_precision, c.deepspeed_config["zero_stage"]) == (
         "DistributedType.DEEPSPEED", 4, "bf16", 2)
+
+
+def test_cli_refuses_missing_inputs_with_one_line(tmp_path, capsys):
+    from reappraisal.cli import main
+
+    params = json.dumps({"policy": load_config()["policy"], "seed": 0})
+    assert main(["train-policy", "--arm", "committee", "--out-dir", str(tmp_path), "--params", params]) == 2
+    assert "--model-dir is required" in capsys.readouterr().err
+    assert main(["train-policy", "--arm", "nope", "--out-dir", str(tmp_path), "--params", params]) == 2
+    assert "unknown arm 'nope'" in capsys.readouterr().err

@@ -36,7 +36,7 @@ rule train_policy:
             else []
         ),
         rm=lambda w: (
-            [f"results/models/rm/seed{s}" for s in config.get("reward", {}).get("seeds", [0, 1, 2])]
+            [f"results/models/rm/seed{s}" for s in config.get("reward_model", {}).get("seeds", [0, 1, 2])]
             if parse_arms(config["policy"])[w.arm].trained and parse_arms(config["policy"])[w.arm].weights.uses_rm
             else []
         ),
@@ -55,7 +55,7 @@ rule train_policy:
     wildcard_constraints:
         arm="|".join(sorted(parse_arms(config["policy"]))),
     params:
-        cfg=lambda w: section("policy", "data", "grm"),
+        cfg=lambda w: section("policy", "data", "grm", "reward_model"),
         base=lambda w: (
             "results/models/base/policy_warm"
             if config["policy"]["warm_start"]["enabled"]
@@ -82,3 +82,4 @@ rule train_policy:
 
 for _arm in sorted(parse_arms(config["policy"])):
     REPORT_INPUTS[f"policy_{_arm}"] = f"results/policies/{_arm}/health.json"
+    REPORT_INPUTS[f"policy_{_arm}_training_log"] = f"results/policies/{_arm}/training_log.csv"

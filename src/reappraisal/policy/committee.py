@@ -170,13 +170,17 @@ class CommitteeResult:
     rm: np.ndarray
     grm: np.ndarray
     reasons: list[str] = field(default_factory=list)
+    group_size: int = 0
 
     def metrics(self) -> dict[str, float]:
         """Batch summaries: gate rates, mean raw judge scores and guard over passing answers, mean reward.
 
         ``rm_score``/``grm_score`` are raw scores (the z's average to 0 in each
-        group by construction, so their mean carries no information). Keys
-        whose value is undefined (no passing answer, unused judge) are omitted.
+        group by construction, so their mean carries no information).
+        ``rm_flat_rate``/``grm_flat_rate`` are the shares of groups (with at
+        least two passing answers) in which that judge scores every passing
+        answer the same, i.e. gives GRPO no signal. Keys whose value is
+        undefined (no passing answer, unused judge) are omitted.
         """
         n = max(self.passed.size, 1)
         out = {
@@ -192,6 +196,16 @@ class CommitteeResult:
             if np.all(np.isfinite(self.grm[p])):
                 out["grm_score"] = float(self.grm[p].mean())
             out["guard"] = float(self.guard[p].mean())
+        if self.group_size > 0:
+            for name, scores in (("rm", self.rm), ("grm", self.grm)):
+                flat = []
+                for start in range(0, self.passed.size, self.group_size):
+                    sl = slice(start, start + self.group_size)
+                    x = scores[sl][self.passed[sl]]
+                    if x.size >= 2 and np.all(np.isfinite(x)):
+                        flat.append(bool(x.std() < ZERO_STD))
+                if flat:
+                    out[f"{name}_flat_rate"] = float(np.mean(flat))
         return {k: v for k, v in out.items() if np.isfinite(v)}
 
 
@@ -226,4 +240,5 @@ def committee_rewards(
         rm=rm,
         grm=grm,
         reasons=list(reasons) if reasons is not None else ["ok" if p else "failed" for p in passed],
+        group_size=group_size,
     )

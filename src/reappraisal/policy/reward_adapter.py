@@ -189,4 +189,10 @@ class CommitteeReward:
             for name, value in sorted(result.metrics().items()):
                 if name != "reward":
                     log_metric(METRIC_PREFIX + name, value)
+            # The GRM's unparseable verdicts (counted 0.5), as a share of this process's judge calls;
+            # TRL averages it over processes. Logged on every process alike (same key set everywhere).
+            n_scored = int(sum(passed)) if self.weights.uses_grm else 0
+            errors = getattr(self.grm_scorer, "last_error_count", None)
+            if self.weights.uses_grm and isinstance(errors, (int, np.integer)):
+                log_metric(METRIC_PREFIX + "grm_error_rate", float(errors) / (2 * n_scored) if n_scored else 0.0)
         return result.rewards[rank * n : (rank + 1) * n].tolist()

@@ -256,14 +256,15 @@ def record_external(arm: ArmSpec, out_dir: str | Path) -> dict[str, Any]:
 def build_scorers(arm: ArmSpec, params: Mapping[str, Any], *, rm_dirs, grm_dir, targets, vignettes):
     """The real judges an arm needs (lazy imports; each process puts them on its own device).
 
-    The ensemble runs with ``policy.scorers``; the GRM with the ``grm``
-    section's ``scorer_mode``, ``engine``, ``max_new_tokens`` and ``batch_size``
-    (the settings it is evaluated with), its references being the
-    median human train-split reappraisal on ``data.primary_dimension``.
+    Each judge runs with the settings it is evaluated with: the ensemble with
+    the ``reward_model`` section (``ensemble.penalty``, ``ensemble.lam``,
+    ``ensemble.batch_size``, ``max_length``), the GRM with the ``grm`` section
+    (``scorer_mode``, ``engine``, ``max_new_tokens``, ``batch_size``), its
+    references being the median human train-split reappraisal on
+    ``data.primary_dimension``.
     """
     from accelerate import PartialState
 
-    scorers = (params.get("policy") or {}).get("scorers") or {}
     device = PartialState().device
     rm = grm = None
     if arm.weights.uses_rm:
@@ -271,10 +272,11 @@ def build_scorers(arm: ArmSpec, params: Mapping[str, Any], *, rm_dirs, grm_dir, 
 
         if not rm_dirs:
             raise PipelineInputError("the arm weights the reward-model ensemble but no --rm-dirs were given", where=arm.name)
+        rm_cfg = params.get("reward_model") or {}
+        ens = rm_cfg.get("ensemble") or {}
         rm = EnsembleScorer.from_dirs(
-            list(rm_dirs), penalty="std", lam=float(scorers.get("ensemble_lam", 0.5)),
-            batch_size=int(scorers.get("rm_batch_size", 32)), max_length=int(scorers.get("rm_max_length", 512)),
-            device=device,
+            list(rm_dirs), penalty=str(ens.get("penalty", "std")), lam=float(ens.get("lam", 0.5)),
+            batch_size=int(ens.get("batch_size", 32)), max_length=int(rm_cfg.get("max_length", 512)), device=device,
         )
     if arm.weights.uses_grm:
         from reappraisal.grm.scorer import GRMScorer as RealGRM, median_references

@@ -29,10 +29,10 @@ from .committee import FormatGate
 from .prompts import build_messages
 
 THINKING_LINES = (
-    "They feel {emotion}. I can offer a kinder reading of what happened.",
-    "The feeling here is {emotion}. Another explanation may fit the facts.",
-    "What else could explain this? Keep it short and speak to them.",
-    "A gentler interpretation could ease the {emotion}.",
+    "They feel {emotion}. Offer a kinder reading.",
+    "The feeling is {emotion}. What else could explain it?",
+    "Speak to them. Keep it short and kind.",
+    "A gentler view could ease the {emotion}.",
 )
 
 

@@ -70,6 +70,7 @@ class RewardTrainConfig:
     early_stopping_patience: int = 0
     bf16: str | bool = "auto"
     gradient_checkpointing: bool = False
+    cpu_threads: int | None = None
 
     @classmethod
     def from_section(cls, section: dict[str, Any]) -> "RewardTrainConfig":
@@ -237,6 +238,8 @@ def train_reward_model(
 
     out_dir = Path(out_dir)
     dims = train.dimensions
+    if cfg.cpu_threads and not torch.cuda.is_available():
+        torch.set_num_threads(int(cfg.cpu_threads))
     effective_seed = int(global_seed) + int(seed)
     t0 = time.time()
     tokenizer, model = load_base(base, len(dims), effective_seed)
@@ -357,7 +360,8 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     from reappraisal.models.base import read_manifest
 
     p = argparse.ArgumentParser(prog="reappraisal train-reward-model", description=cli_main.__doc__)
-    p.add_argument("--base-manifest", required=True, help="results/models/base/MANIFEST.json")
+    p.add_argument("--base-model", required=True, help="hub id or local path (config models.reward_base)")
+    p.add_argument("--base-manifest", default=None, help="results/models/base/MANIFEST.json, cross-checked")
     p.add_argument("--targets", required=True)
     p.add_argument("--vignettes", required=True)
     p.add_argument("--pairs", required=True)
@@ -375,7 +379,15 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     primary = (params.get("data") or {}).get("primary_dimension")
     if not dims or not primary:
         raise ConfigError("data.dimensions and data.primary_dimension are required", where="--params")
-    base = read_manifest(a.base_manifest)["roles"]["reward"]["location"]
+    base = a.base_model
+    if a.base_manifest:
+        entry = read_manifest(a.base_manifest)["roles"].get("reward") or {}
+        if Path(str(entry.get("location"))) != Path(base) and entry.get("location") != base:
+            raise PipelineInputError(
+                f"the manifest's reward base {entry.get('location')!r} is not --base-model {base!r}; "
+                "rerun prepare_base_models",
+                where=str(a.base_manifest),
+            )
     targets = read_table(a.targets, TARGET_COLUMNS, "targets")
     vignettes = read_table(a.vignettes, VIGNETTE_COLUMNS, "vignettes")
     pairs = read_table(a.pairs, PAIR_COLUMNS, "pairs")
