@@ -11,6 +11,8 @@ configfile: "config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/models.smk"
+include: "workflow/rules/grm.smk"
+include: "workflow/rules/policy.smk"
 include: "workflow/rules/report.smk"
 
 

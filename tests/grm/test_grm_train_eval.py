@@ -103,3 +103,27 @@ def test_cli_bad_delta_and_bad_traces_file_fail_with_one_line(tables, tmp_path, 
     params = {"grm": tiny_cfg(traces_file=str(tmp_path / "nope.csv")), "data": DATA_CFG, "seed": 0}
     assert cli(common + ["--params", json.dumps(params)]) == 2
     assert "file not found" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_teacher_traces_file_and_skipped_rl_stage(tables, tiny_base, tmp_path):
+    from reappraisal.grm.pairs import both_orders
+    from reappraisal.grm.train import read_table, train_grm
+
+    items = both_orders(tables["pairs"][tables["pairs"]["split"] == "train"]).head(8)
+    wrong = {"A": "B", "B": "A"}
+    traces = pd.DataFrame({
+        "pair_id": items["pair_id"], "order": items["order"],
+        "trace": [f"<think>Slot {c} offers another reading.</think>\nANSWER: {c if i % 4 else wrong[c]}"
+                  for i, c in enumerate(items["correct"])],
+    })
+    traces.to_json(tmp_path / "traces.jsonl", orient="records", lines=True)
+    loaded = read_table(tmp_path / "traces.jsonl", where="traces")
+    summary = train_grm(
+        str(tiny_base), tables["pairs"], tables["targets"], tables["vignettes"],
+        cfg=tiny_cfg(sft={"epochs": 1}, grpo={"steps": 0}), data_cfg=DATA_CFG, seed=0,
+        out_dir=tmp_path / "grm", sft_out_dir=tmp_path / "grm_sft", traces=loaded,
+    )
+    assert summary["sft"]["source"] == "traces_file"
+    assert summary["sft"]["n_rows"] == 6 and summary["sft"]["n_dropped_wrong_verdict"] == 2
+    assert "skipped" in summary["grpo"] and (tmp_path / "grm" / "config.json").is_file()

@@ -16,6 +16,8 @@ rule train_grm:
     params:
         cfg=lambda w: section("grm", "data"),
         base=lambda w: config["models"]["grm_base"],
+    resources:
+        gpu=1,
     log:
         "logs/train_grm.log",
     conda:
@@ -37,6 +39,8 @@ rule evaluate_grm:
         judgments="results/metrics/grm_judgments.parquet",
     params:
         cfg=lambda w: section("grm"),
+    resources:
+        gpu=1,
     log:
         "logs/evaluate_grm.log",
     conda:

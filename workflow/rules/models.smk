@@ -19,7 +19,7 @@ rule prepare_base_models:
     conda:
         "../../envs/train.yaml"
     shell:
-        "{CLI} prepare-base-models --out-root results/models/base --manifest {output.manifest}"
+        "python -m reappraisal prepare-base-models --out-root results/models/base --manifest {output.manifest}"
         " --targets {input.targets} --vignettes {input.vignettes}"
         " --params {params.cfg:q} 2>&1 | tee {log}"
 
@@ -44,7 +44,7 @@ rule train_reward_model:
     conda:
         "../../envs/train.yaml"
     shell:
-        "{CLI} train-reward-model --base-model {params.base:q} --base-manifest {input.base_manifest}"
+        "python -m reappraisal train-reward-model --base-model {params.base:q} --base-manifest {input.base_manifest}"
         " --targets {input.targets} --vignettes {input.vignettes} --pairs {input.pairs}"
         " --seed {wildcards.seed} --out {output.model} --params {params.cfg:q} 2>&1 | tee {log}"
 
@@ -66,7 +66,7 @@ rule evaluate_reward_models:
     conda:
         "../../envs/train.yaml"
     shell:
-        "{CLI} evaluate-reward-models --models {input.models} --targets {input.targets}"
+        "python -m reappraisal evaluate-reward-models --models {input.models} --targets {input.targets}"
         " --vignettes {input.vignettes} --pairs {input.pairs} --out {output.metrics}"
         " --params {params.cfg:q} 2>&1 | tee {log}"
 

@@ -86,6 +86,9 @@ class Judge:
             raise ValueError("the vllm engine supports mode='generate' only")
         if max_new_tokens < 1 or batch_size < 1:
             raise ValueError("max_new_tokens and batch_size must be >= 1")
+        tokenizer.padding_side = "left"  # batched generation and last-position logits need it
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
         self.model, self.tokenizer = model, tokenizer
         self.max_new_tokens, self.batch_size = int(max_new_tokens), int(batch_size)
         self.mode, self.engine, self._llm = mode, engine, llm

@@ -148,6 +148,7 @@ def build_tiny_roles(
         seed = int(seeds[role])
         model = build_causal_lm(tokenizer, arch, seed=seed)
         with atomic_dir(out) as tmp:
+            tmp.chmod(0o755)  # mkdtemp makes it 0700
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
             config_sha = _sha256(tmp / "config.json")
@@ -248,6 +249,7 @@ def prepare_base_models(
         for role, out in role_dirs.items():
             entry = verify_pretrained(role, str(models_cfg[f"{role}_base"]), expected.get(role))
             with atomic_dir(out) as tmp:
+                tmp.chmod(0o755)
                 write_json(entry, tmp / "SOURCE.json")
             entry["record"] = str(Path(out) / "SOURCE.json")
             roles[role] = entry

@@ -288,7 +288,7 @@ def train_reward_model(
         report_to="none",
         use_cpu=not torch.cuda.is_available(),
         bf16=bf16,
-        gradient_checkpointing=cfg.gradient_checkpointing,
+        activation_checkpointing=cfg.gradient_checkpointing,
         seed=effective_seed,
         data_seed=effective_seed,
         remove_unused_columns=False,
@@ -311,6 +311,7 @@ def train_reward_model(
     train_seconds = time.time() - t0
 
     with atomic_dir(out_dir) as tmp:
+        tmp.chmod(0o755)  # mkdtemp makes it 0700; the model is read by other users' jobs
         trainer.save_model(str(tmp))
         tokenizer.save_pretrained(str(tmp))
         (tmp / "training_args.bin").unlink(missing_ok=True)
