@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, env_with_venv, make_clean_copy, run_snakemake
+from tests.workflow_utils import REPO, env_with_venv, make_clean_copy, run_snakemake
 
 
 def dvc(repo, *args, check=True):

@@ -6,13 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 
-from osf_fake import FakeOsf
+from tests.data.osf_fake import FakeOsf
 
 from reappraisal.cli import main
 from reappraisal.config import load_config
 from reappraisal.data.fetch import bundled_files
 
-from conftest import REPO
+from tests.workflow_utils import REPO
 
 
 def _run_fetch(tmp_path, data_cfg):

@@ -8,7 +8,7 @@ import pytest
 
 from reappraisal.data.normalize import estimate_rater_offsets, zscore_ratings
 
-from conftest import REPO
+from tests.workflow_utils import REPO
 
 
 @pytest.fixture(scope="module")

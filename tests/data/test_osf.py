@@ -10,7 +10,7 @@ import socket
 import pytest
 from werkzeug import Response
 
-from osf_fake import FakeOsf, cut_body
+from tests.data.osf_fake import FakeOsf, cut_body
 from reappraisal.data import osf
 from reappraisal.data.osf import OsfFile, RetryPolicy, download_file, fetch_node, list_files, make_session
 from reappraisal.errors import DownloadError, PipelineInputError

@@ -10,7 +10,7 @@ import pytest
 
 from reappraisal.data.leakage import find_overlaps, ngrams
 
-from conftest import run_snakemake
+from tests.workflow_utils import run_snakemake
 
 
 @pytest.fixture(scope="module")

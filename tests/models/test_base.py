@@ -14,14 +14,15 @@ from reappraisal.errors import ConfigError, PipelineInputError
 from reappraisal.models.base import ROLES, check_model_location, prepare_base_models, read_manifest, tokenizer_corpus
 from reappraisal.models.tiny import TinyArchitecture, save_tiny_model, train_tokenizer
 
-from reward.toy import make_toy_tables  # tests/ is on sys.path (rootdir-relative packages)
+from tests.reward.toy import make_toy_tables
 
 SMALL = {"vocab_size": 600, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
          "num_key_value_heads": 1, "head_dim": 16, "intermediate_size": 64}
 
 
 def _tiny_cfg(root):
-    return {"source": "tiny", **{f"{r}_base": str(root / r) for r in ROLES}, "tiny": dict(SMALL)}
+    tiny = dict(SMALL, role_overrides={"reward": {"hidden_size": 48, "head_dim": 24}})
+    return {"source": "tiny", **{f"{r}_base": str(root / r) for r in ROLES}, "tiny": tiny}
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +42,8 @@ def test_tiny_roles_load_like_hub_models(built):
         assert type(model).__name__ == "Qwen3ForCausalLM" == entry["architectures"][0]
         assert entry["model_type"] == "qwen3"
         assert entry["n_parameters"] == sum(p.numel() for p in model.parameters())
+    assert AutoModelForCausalLM.from_pretrained(root / "reward").config.hidden_size == 48  # role override
+    assert AutoModelForCausalLM.from_pretrained(root / "grm").config.hidden_size == 32
     # the reward stage adds a regression head exactly as on Qwen/Qwen3-1.7B
     rm = AutoModelForSequenceClassification.from_pretrained(root / "reward", num_labels=4, problem_type="regression")
     assert rm.score.out_features == 4
@@ -51,8 +54,8 @@ def test_roles_have_distinct_seeds_and_weights(built):
     seeds = [manifest["roles"][r]["seed"] for r in ROLES]
     assert len(set(seeds)) == len(ROLES)
     w = {r: load_file(str(root / r / "model.safetensors")) for r in ROLES}
-    key = next(k for k in w["reward"] if "layers.0" in k and "weight" in k and "norm" not in k)
-    assert not torch.equal(w["reward"][key], w["policy"][key])
+    key = next(k for k in w["grm"] if "layers.0" in k and "weight" in k and "norm" not in k)
+    assert not torch.equal(w["grm"][key], w["policy"][key])
     assert not torch.equal(w["grm"][key], w["judge"][key])
 
 

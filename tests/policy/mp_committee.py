@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accelerate import PartialState  # noqa: E402
 from accelerate.utils import gather_object  # noqa: E402
 
-from conftest import FakeGRM, FakeRM, make_vignettes  # noqa: E402
+from fakes import FakeGRM, FakeRM, make_vignettes  # noqa: E402
 from reappraisal.policy.committee import CommitteeWeights, FormatGate  # noqa: E402
 from reappraisal.policy.reward_adapter import CommitteeReward  # noqa: E402
 

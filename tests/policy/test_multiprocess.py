@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FakeGRM, FakeRM
+from .fakes import FakeGRM, FakeRM
 
 from reappraisal.policy.committee import CommitteeWeights, FormatGate, committee_rewards
 from reappraisal.policy.reward_adapter import CommitteeReward
@@ -78,7 +78,7 @@ def test_grpo_trainer_two_processes_equal_one(tmp_path, warm_policy):
 
 
 def _scenarios():
-    from conftest import make_vignettes
+    from .fakes import make_vignettes
 
     v = make_vignettes()
     return list(v["vignette_id"]), list(v["text"])

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import FakeGRM, FakeRM
+from .fakes import FakeGRM, FakeRM
 
 from reappraisal.policy.committee import CommitteeWeights, FormatGate, committee_rewards
 from reappraisal.policy.reward_adapter import CommitteeReward

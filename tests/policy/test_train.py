@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import FakeGRM, FakeRM
+from .fakes import FakeGRM, FakeRM
 
 from reappraisal.config import load_config
 from reappraisal.errors import ConfigError, PipelineInputError

@@ -38,15 +38,22 @@ def _inputs(toy_tables):
     reappraisals = rows["text"].tolist()
     reappraisals[3] = reappraisals[3] + " " + "and then some more words" * 20  # longer than max_length
     reappraisals[5] = ""  # an empty answer still scores
+    scenarios.append("A scenario with a single candidate.")  # scored whole, not via a shared prefix
+    reappraisals.append("Maybe you can ask them.")
     return scenarios, reappraisals
 
 
-@pytest.mark.parametrize("batch_size", [1, 4, 32])
-def test_batched_scores_equal_the_reference_snippet(trained_seeds, toy_tables, batch_size):
+@pytest.fixture(scope="module")
+def reference(trained_seeds, toy_tables):
+    return reference_ensemble(trained_seeds[0], *_inputs(toy_tables), max_length=128)
+
+
+@pytest.mark.parametrize("batch_size, share_prefix", [(1, True), (4, True), (32, True), (4, False), (32, False)])
+def test_batched_scores_equal_the_reference_snippet(trained_seeds, toy_tables, reference, batch_size, share_prefix):
     dirs, _ = trained_seeds
     scenarios, reappraisals = _inputs(toy_tables)
-    ref_per_seed, ref_ens = reference_ensemble(dirs, scenarios, reappraisals, max_length=128)
-    scorer = EnsembleScorer.from_dirs(dirs, batch_size=batch_size, max_length=128)
+    ref_per_seed, ref_ens = reference
+    scorer = EnsembleScorer.from_dirs(dirs, batch_size=batch_size, max_length=128, share_prefix=share_prefix)
     np.testing.assert_allclose(scorer.score_per_seed(scenarios, reappraisals), ref_per_seed, atol=1e-4, rtol=0)
     np.testing.assert_allclose(scorer.score(scenarios, reappraisals), ref_ens, atol=1e-4, rtol=0)
     assert np.ptp(ref_per_seed) > 1e-3  # the comparison is not between constants
@@ -101,3 +108,18 @@ def test_tokenizer_without_pad_or_eos_is_a_clear_error(tmp_path, trained_seeds):
     bare = _strip_pad(trained_seeds[0][0], tmp_path / "bare", keep_eos=False)
     with pytest.raises(PipelineInputError, match="neither a pad token nor an EOS token"):
         EnsembleScorer.from_dirs([bare])
+
+
+def test_shared_prefix_covers_template_and_scenario(trained_seeds, toy_tables):
+    dirs, _ = trained_seeds
+    scenarios, reappraisals = _inputs(toy_tables)
+    scorer = EnsembleScorer.from_dirs(dirs, max_length=128)
+    from reappraisal.reward.prompts import encode_prompts, format_prompts
+
+    ids, _ = encode_prompts(scorer.tokenizers[0], format_prompts(scenarios, reappraisals), 128)
+    groups = list(scorer._prefix_groups(ids, scenarios))
+    shared = [(rows, k) for rows, k in groups if k > 0]
+    assert shared and all(len(rows) >= 2 for rows, _ in shared)
+    scenario_tokens = len(scorer.tokenizers[0](scenarios[0])["input_ids"])
+    assert max(k for _, k in shared) > scenario_tokens  # the template and the whole scenario are shared
+    assert [rows for rows, k in groups if k == 0] == [[len(scenarios) - 1]]  # the single-candidate scenario

@@ -174,3 +174,13 @@ def test_sigkill_mid_run_then_rerun_resumes(tmp_path, toy_files, tiny_base):
     assert "resuming from" in done.stderr
     assert json.loads((out / "metrics.json").read_text())["resumed_from"].startswith("checkpoint-")
     assert not work.exists()
+
+
+def test_early_stopping_keeps_the_best_checkpoint(tmp_path, tiny_base, toy_tables):
+    train, val, val_pairs = toy_examples(toy_tables)
+    s = train_reward_model(base=str(tiny_base), train=train, val=val, val_pairs=val_pairs, seed=0, global_seed=0,
+                           out_dir=tmp_path / "seed0", primary_dimension="effectiveness",
+                           cfg=tiny_train_config(num_train_epochs=3, early_stopping_patience=1, save_steps=2))
+    evals = [e["eval_loss"] for e in json.loads((tmp_path / "seed0" / "training_log.json").read_text()) if "eval_loss" in e]
+    assert evals and s["config"]["early_stopping_patience"] == 1
+    assert not (tmp_path / ".seed0.work").exists()

@@ -135,18 +135,22 @@ def build_tiny_roles(
     role_dirs: Mapping[str, str | Path],
     texts: Sequence[str],
     *,
-    arch: TinyArchitecture,
+    arch: TinyArchitecture | Mapping[str, TinyArchitecture],
     vocab_size: int,
     seeds: Mapping[str, int],
 ) -> dict[str, dict]:
-    """Train one tokenizer on ``texts`` and save a tiny Qwen3 causal LM per role; return manifest entries."""
+    """Train one tokenizer on ``texts`` and save a tiny Qwen3 causal LM per role; return manifest entries.
+
+    ``arch`` is one architecture for every role or a mapping role -> architecture.
+    """
     tokenizer = train_tokenizer(texts, vocab_size=vocab_size)
     if tokenizer.chat_template != CHAT_TEMPLATE:  # pragma: no cover - guard against a changed builder
         raise RuntimeError("tiny tokenizer lost its chat template")
     entries = {}
     for role, out in role_dirs.items():
         seed = int(seeds[role])
-        model = build_causal_lm(tokenizer, arch, seed=seed)
+        role_arch = arch[role] if isinstance(arch, Mapping) else arch
+        model = build_causal_lm(tokenizer, role_arch, seed=seed)
         with atomic_dir(out) as tmp:
             tmp.chmod(0o755)  # mkdtemp makes it 0700
             model.save_pretrained(tmp)
@@ -239,7 +243,9 @@ def prepare_base_models(
         if len(set(seeds.values())) != len(seeds):
             raise ConfigError(f"roles must have distinct seeds, got {seeds}", where="config key 'models.tiny.seeds'")
         arch_fields = TinyArchitecture.__dataclass_fields__
-        arch = TinyArchitecture(**{k: v for k, v in tiny.items() if k in arch_fields})
+        shared = {k: v for k, v in tiny.items() if k in arch_fields}
+        overrides = tiny.get("role_overrides") or {}
+        arch = {r: TinyArchitecture(**{**shared, **(overrides.get(r) or {})}) for r in role_dirs}
         texts = tokenizer_corpus(targets, vignettes)
         roles = build_tiny_roles(role_dirs, texts, arch=arch, vocab_size=int(tiny.get("vocab_size", 2048)), seeds=seeds)
         corpus = {"n_texts": len(texts), "sha256": hashlib.sha256("\n\x00".join(texts).encode()).hexdigest()}

@@ -68,7 +68,7 @@ Sequence-classification model with one regression output per rating dimension
 ({', '.join(summary['dimensions'])}), trained with MSE on each human
 reappraisal's mean z-rating (z within study x rater x dimension; unrated
 dimensions masked). One seed of the reward-model ensemble: the seed ({summary['effective_seed']} = config seed + {summary['seed']}) sets the
-head initialisation, data order and dropout.
+head initialisation, data order and dropout (where the architecture has any).
 
 ## Input
 

@@ -6,10 +6,14 @@ For many (scenario, reappraisal) pairs at once it
 
 1. builds the model card's prompt for each pair and tokenizes it once per
    distinct tokenizer (truncation at ``max_length``, as the card's snippet);
-2. sorts the pairs by token length and cuts them into batches of
-   ``batch_size``, each right-padded only to its own longest sequence;
-3. runs one forward pass per seed per batch under ``torch.inference_mode``;
-4. restores the input order.
+2. groups the pairs by scenario: the prompt tokens a group shares (template
+   + scenario, found on token ids) run once per seed into a KV cache, and
+   only each candidate's own tokens run after it (``share_prefix``; a
+   scenario with one candidate is scored whole);
+3. sorts by token length and cuts into batches of ``batch_size``, each
+   right-padded only to its own longest sequence;
+4. runs one forward pass per seed per batch under ``torch.inference_mode``;
+5. writes results back in input order.
 
 A seed's score is the mean of its head outputs (one per rating dimension, z
 units); the ensemble score is :func:`ensemble_score` (mean over seeds −
@@ -33,6 +37,9 @@ from .penalty import PENALTIES, ensemble_score
 from .prompts import encode_prompts, format_prompts, resolve_pad_token_id
 
 __all__ = ["EnsembleScorer", "ensemble_score", "check_model_dir"]
+
+#: Shorter shared prefixes are not worth a separate cache pass.
+MIN_SHARED_PREFIX = 8
 
 
 def check_model_dir(path: str | Path) -> Path:
@@ -74,6 +81,7 @@ class EnsembleScorer:
         device: str | None = None,
         tokenizer_keys: Sequence[str] | None = None,
         names: Sequence[str] | None = None,
+        share_prefix: bool = True,
     ):
         import torch
 
@@ -95,6 +103,7 @@ class EnsembleScorer:
         self.lam = float(lam)
         self.batch_size = int(batch_size)
         self.max_length = int(max_length)
+        self.share_prefix = bool(share_prefix)
         self.n_labels = n_labels.pop()
         self.names = list(names) if names is not None else [f"seed{i}" for i in range(len(models))]
         keys = list(tokenizer_keys) if tokenizer_keys is not None else [str(id(t)) for t in self.tokenizers]
@@ -122,11 +131,15 @@ class EnsembleScorer:
         max_length: int = 512,
         device: str | None = None,
         dtype: str | None = None,
+        share_prefix: bool = True,
     ) -> "EnsembleScorer":
         """Load each seed (model + tokenizer) with ``from_pretrained`` from its directory.
 
-        ``dtype`` (e.g. ``"bfloat16"``) defaults to float32. A missing
-        directory, or one without a saved model, is a PipelineInputError.
+        ``dtype`` (e.g. ``"bfloat16"``) defaults to float32.
+        ``share_prefix`` runs the prompt tokens that the candidates of one
+        scenario share once per seed (KV cache) instead of once per
+        candidate. A missing directory, or one without a saved model, is a
+        PipelineInputError.
         """
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -154,6 +167,7 @@ class EnsembleScorer:
             device=device,
             tokenizer_keys=keys,
             names=[d.name for d in dirs],
+            share_prefix=share_prefix,
         )
 
     @property
@@ -171,22 +185,91 @@ class EnsembleScorer:
             return out
         for seed_idx in self._groups.values():
             ids, _ = encode_prompts(self.tokenizers[seed_idx[0]], prompts, self.max_length, count_truncated=False)
-            lengths = np.array([len(x) for x in ids])
-            order = np.argsort(-lengths, kind="stable")
+            plain = list(range(n))
             with torch.inference_mode():
-                for start in range(0, n, self.batch_size):
-                    rows = order[start : start + self.batch_size]
-                    batch = [ids[r] for r in rows]
-                    width = max(len(x) for x in batch)
-                    padded: dict[int, tuple] = {}
-                    for s in seed_idx:
-                        pad = self.pad_ids[s]
-                        if pad not in padded:
-                            padded[pad] = self._pad(batch, width, pad, s)
-                        input_ids, attention = padded[pad]
-                        logits = self.models[s](input_ids=input_ids, attention_mask=attention).logits
-                        out[s, rows] = logits.float().cpu().numpy()
+                if self.share_prefix:
+                    plain = []
+                    for rows, prefix_len in self._prefix_groups(ids, scenarios):
+                        if prefix_len == 0:
+                            plain.extend(rows)
+                        else:
+                            self._score_shared_prefix(ids, rows, prefix_len, seed_idx, out)
+                self._score_plain(ids, plain, seed_idx, out)
         return out
+
+    def _prefix_groups(self, ids: list[list[int]], scenarios: Sequence[str]):
+        """(rows, shared prefix length) per scenario: the token ids all its prompts share.
+
+        The prefix is found on token ids (no assumption about how the
+        tokenizer splits text) and stops one token short of the shortest
+        prompt, so every candidate keeps a suffix whose last token the head
+        reads. Groups of one, or with a prefix under ``MIN_SHARED_PREFIX``
+        tokens, get length 0 (scored the plain way).
+        """
+        by_scenario: dict[str, list[int]] = {}
+        for i, v in enumerate(scenarios):
+            by_scenario.setdefault(str(v), []).append(i)
+        for rows in by_scenario.values():
+            if len(rows) < 2:
+                yield rows, 0
+                continue
+            first = ids[rows[0]]
+            limit = min(len(ids[r]) for r in rows) - 1
+            k = 0
+            while k < limit and all(ids[r][k] == first[k] for r in rows):
+                k += 1
+            yield rows, (k if k >= MIN_SHARED_PREFIX else 0)
+
+    def _score_plain(self, ids, rows: list[int], seed_idx: list[int], out: np.ndarray) -> None:
+        """Length-sorted batches, right-padded per batch; one forward per seed per batch."""
+        if not rows:
+            return
+        rows = sorted(rows, key=lambda r: -len(ids[r]))
+        for start in range(0, len(rows), self.batch_size):
+            batch_rows = rows[start : start + self.batch_size]
+            batch = [ids[r] for r in batch_rows]
+            width = max(len(x) for x in batch)
+            padded: dict[int, tuple] = {}
+            for s in seed_idx:
+                pad = self.pad_ids[s]
+                if pad not in padded:
+                    padded[pad] = self._pad(batch, width, pad, s)
+                input_ids, attention = padded[pad]
+                logits = self.models[s](input_ids=input_ids, attention_mask=attention).logits
+                out[s, batch_rows] = logits.float().cpu().numpy()
+
+    def _score_shared_prefix(self, ids, rows: list[int], prefix_len: int, seed_idx: list[int], out: np.ndarray) -> None:
+        """Run the shared prefix once per seed, then only each candidate's suffix against its cache.
+
+        Same arithmetic as the full prompt (the suffix attends to the cached
+        keys/values of the prefix at the same positions), a fraction of the
+        tokens when many candidates answer one scenario.
+        """
+        import copy
+
+        import torch
+        from transformers import DynamicCache
+
+        prefix = torch.tensor([ids[rows[0]][:prefix_len]], dtype=torch.long, device=self.device)
+        rows = sorted(rows, key=lambda r: -len(ids[r]))
+        for s in seed_idx:
+            model = self.models[s]
+            base = getattr(model, model.base_model_prefix)
+            cache = base(input_ids=prefix, past_key_values=DynamicCache(config=model.config), use_cache=True).past_key_values
+            for start in range(0, len(rows), self.batch_size):
+                batch_rows = rows[start : start + self.batch_size]
+                suffixes = [ids[r][prefix_len:] for r in batch_rows]
+                width = max(len(x) for x in suffixes)
+                input_ids, suffix_mask = self._pad(suffixes, width, self.pad_ids[s], s)
+                attention = torch.cat(
+                    [torch.ones((len(batch_rows), prefix_len), dtype=torch.long, device=self.device), suffix_mask], dim=1
+                )
+                batch_cache = copy.deepcopy(cache)
+                batch_cache.batch_repeat_interleave(len(batch_rows))
+                logits = model(
+                    input_ids=input_ids, attention_mask=attention, past_key_values=batch_cache, use_cache=True
+                ).logits
+                out[s, batch_rows] = logits.float().cpu().numpy()
 
     def score_per_seed(self, scenarios: Sequence[str], reappraisals: Sequence[str]) -> np.ndarray:
         """Each seed's score (mean of its head outputs), shape (n_seeds, n)."""

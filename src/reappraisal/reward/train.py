@@ -162,9 +162,12 @@ def load_base(base: str, n_labels: int, seed: int):
         log.warning("tokenizer has no pad token: padding with its EOS token %r", tokenizer.eos_token)
         tokenizer.pad_token = tokenizer.eos_token
     set_seed(seed)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        location, num_labels=n_labels, problem_type="regression", dtype=torch.float32
-    )
+    try:
+        model = AutoModelForSequenceClassification.from_pretrained(
+            location, num_labels=n_labels, problem_type="regression", dtype=torch.float32
+        )
+    except OSError as exc:
+        raise PipelineInputError(f"cannot load the base model ({exc.__class__.__name__}: {exc})", where=location) from None
     model.config.pad_token_id = resolve_pad_token_id(tokenizer, None)
     return tokenizer, model
 
@@ -273,7 +276,7 @@ def train_reward_model(
         per_device_eval_batch_size=cfg.per_device_eval_batch_size,
         gradient_accumulation_steps=cfg.gradient_accumulation_steps,
         weight_decay=cfg.weight_decay,
-        warmup_steps=float(cfg.warmup_ratio) if cfg.warmup_ratio < 1 else int(cfg.warmup_ratio),
+        warmup_steps=float(cfg.warmup_ratio),  # a float in [0, 1) is a ratio of the total steps
         lr_scheduler_type=cfg.lr_scheduler_type,
         max_grad_norm=cfg.max_grad_norm,
         save_strategy="steps",
