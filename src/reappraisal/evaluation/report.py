@@ -46,6 +46,28 @@ SECTIONS: dict[str, tuple[str, str]] = {
 }
 
 
+def section_order(name: str) -> tuple[int, str, int]:
+    """Known sections in their listed order, then policy arms (health before log), then the rest."""
+    known = list(SECTIONS)
+    if name in known:
+        return (known.index(name), "", 0)
+    if name.startswith("policy_"):
+        return (len(known), name.removesuffix("_training_log"), int(name.endswith("_training_log")))
+    return (len(known) + 1, name, 0)
+
+
+def section_title(name: str) -> tuple[str, str]:
+    if name in SECTIONS:
+        return SECTIONS[name]
+    if name.startswith("policy_") and name.endswith("_training_log"):
+        arm = name.removeprefix("policy_").removesuffix("_training_log")
+        return (f"Policy arm {arm}: training log", "Per-step GRPO metrics as TRL logged them.")
+    if name.startswith("policy_"):
+        arm = name.removeprefix("policy_")
+        return (f"Policy arm {arm}: training health", "Health verdict with the thresholds from the config.")
+    return (name.replace("_", " ").capitalize(), "")
+
+
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -112,11 +134,11 @@ def build_report(inputs: Mapping[str, str], *, preset: str) -> str:
     if preset == "demo":
         parts.append(f"<p class=banner>{html.escape(DEMO_BANNER)}</p>")
     lineage = []
-    for name, path in sorted(inputs.items(), key=lambda kv: list(SECTIONS).index(kv[0]) if kv[0] in SECTIONS else len(SECTIONS)):
+    for name, path in sorted(inputs.items(), key=lambda kv: section_order(kv[0])):
         p = Path(path)
         if not p.exists():
             raise PipelineInputError("report input does not exist", where=str(p))
-        title, caption = SECTIONS.get(name, (name.replace("_", " ").capitalize(), ""))
+        title, caption = section_title(name)
         parts.append(f"<h2 id={html.escape(name)}>{html.escape(title)}</h2>")
         if caption:
             parts.append(f"<p class=muted>{html.escape(caption)} Source: <code>{html.escape(path)}</code></p>")
