@@ -39,16 +39,23 @@ log = logging.getLogger("reappraisal.models.base")
 ROLES = ("reward", "grm", "policy", "judge")
 
 #: Fixed texts every role's prompts use, so the demo tokenizer has tokens for them.
-TEMPLATE_TEXTS = (
-    "Rate how effective this reappraisal is for the person in the scenario.\n\nSCENARIO:\n\n\nREAPPRAISAL:\n",
-    "You are an expert in emotion regulation. Compare two reappraisals of the same scenario on "
-    "effectiveness, empathy, novelty and specificity, then end with ANSWER: A or ANSWER: B.",
-    "ANSWER: A",
-    "ANSWER: B",
-    "REAPPRAISAL A:\nREAPPRAISAL B:\n",
-    "Write a reappraisal for the person in this scenario in at most two sentences.",
-    "system\nuser\nassistant\n<think>\n\n</think>\n\n",
-)
+def template_texts() -> tuple[str, ...]:
+    """The fixed prompt texts every tiny model will see (the stages' own constants)."""
+    from ..grm import prompts as grm_prompts
+    from ..policy import prompts as policy_prompts
+    from ..reward.prompts import PROMPT_TEMPLATE
+
+    return (
+        PROMPT_TEMPLATE,
+        grm_prompts.SYSTEM_PROMPT,
+        grm_prompts.USER_TEMPLATE,
+        "ANSWER: A",
+        "ANSWER: B",
+        policy_prompts.SYSTEM_PROMPT,
+        policy_prompts.USER_TEMPLATE,
+        "system\nuser\nassistant\n<think>\n\n</think>\n\n",
+    )
+
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 
@@ -104,7 +111,7 @@ def tokenizer_corpus(targets, vignettes) -> list[str]:
     texts += vignettes.loc[vignettes["pool"] == "train", "text"].astype(str).tolist()
     if not texts:
         raise PipelineInputError("no train/val human reappraisals or train-pool scenarios to build a tokenizer from", where="targets.parquet")
-    return texts + list(TEMPLATE_TEXTS)
+    return texts + list(template_texts())
 
 
 def _tokenizer_info(tokenizer) -> dict:

@@ -15,7 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+#: Added as single tokens but NOT special, as in Qwen3: decoding with
+#: ``skip_special_tokens=True`` keeps them, so ``</think>`` reaches the reward.
+THINK_TOKENS = ["<think>", "</think>"]
 
 #: Qwen3-style ChatML template. The generation prompt opens a thinking block
 #: (as Qwen3-4B-Thinking-2507 does), so a completion is ``reasoning</think>
@@ -53,7 +56,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048):
 
     Pad is ``<|endoftext|>`` and EOS is ``<|im_end|>``, as in Qwen3 chat models.
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     texts = [t for t in texts if t]
@@ -69,6 +72,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048):
         show_progress=False,
     )
     tok.train_from_iterator(texts, trainer=trainer)
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in THINK_TOKENS])
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         pad_token="<|endoftext|>",
