@@ -3,7 +3,7 @@
 ``workflow/dvc_stages.yaml`` names, per DVC stage, the Snakemake rules it
 runs, the config sections it reads and the code it executes. Everything else
 (inputs, outputs, the command) comes from Snakemake's own DAG
-(``--detailed-summary --forceall``), so the two cannot drift silently:
+(a forced dry run), so the two cannot drift silently:
 ``python -m reappraisal.workflow_dvc check`` fails when the committed
 ``dvc.yaml`` differs from what the workflow implies, or when a rule has no
 stage. Each stage's command runs Snakemake for exactly its rules' outputs.
@@ -12,8 +12,7 @@ stage. Each stage's command runs Snakemake for exactly its rules' outputs.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -34,17 +33,29 @@ HEADER = (
 
 
 def snakemake_jobs(repo: Path = REPO_ROOT, target: str = FINAL_TARGET) -> dict[str, dict[str, set[str]]]:
-    """rule -> {"outputs": set, "inputs": set} for every job needed to build ``target``."""
-    cmd = [sys.executable, "-m", "snakemake", "--detailed-summary", "--forceall", "--cores", "1", target]
+    """rule -> {"outputs": set, "inputs": set} for every job needed to build ``target``.
+
+    Read from a forced dry run (``-n --forceall``), which lists every job's
+    inputs and outputs from the DAG alone, whatever already exists on disk
+    (``--detailed-summary`` would report recorded inputs of existing files).
+    """
+    cmd = [sys.executable, "-m", "snakemake", "-n", "--forceall", "--cores", "1", target]
     proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise RuntimeError(f"snakemake --detailed-summary failed:\n{proc.stderr[-2000:]}")
-    table = proc.stdout[proc.stdout.index("output_file\t") :]
+        raise RuntimeError(f"snakemake dry run failed:\n{proc.stderr[-2000:]}")
     rules: dict[str, dict[str, set[str]]] = defaultdict(lambda: {"outputs": set(), "inputs": set()})
-    for row in csv.DictReader(io.StringIO(table), delimiter="\t"):
-        entry = rules[row["rule"]]
-        entry["outputs"].add(row["output_file"])
-        entry["inputs"].update(p for p in row["input-file(s)"].split(",") if p and p != "-")
+    current = None
+    for line in (proc.stdout + "\n" + proc.stderr).splitlines():
+        head = re.match(r"^(?:local)?rule (\w+):$", line)
+        if head:
+            current = rules[head.group(1)]
+            continue
+        field = re.match(r"^    (input|output): (.*)$", line)
+        if current is not None and field:
+            paths = {p.strip() for p in field.group(2).split(",") if p.strip()}
+            current["inputs" if field.group(1) == "input" else "outputs"].update(paths)
+        elif not line.startswith("    "):
+            current = None
     return dict(rules)
 
 

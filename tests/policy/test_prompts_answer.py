@@ -45,9 +45,9 @@ def test_decode_keeps_think_close(tiny_policy):
 
     tok = AutoTokenizer.from_pretrained(tiny_policy)
     ids = tok("They feel sad.\n</think>\n\nMaybe they forgot.<|im_end|><|endoftext|>", add_special_tokens=False)["input_ids"]
-    # TRL's decoding (skip_special_tokens=True) loses </think> with this tokenizer ...
-    assert "</think>" not in tok.decode(ids, skip_special_tokens=True)
-    # ... ours keeps it and drops only end-of-turn / padding markers
+    # </think> is not a special token (as in Qwen3): TRL's decoding keeps it ...
+    assert "</think>" in tok.decode(ids, skip_special_tokens=True)
+    # ... and ours keeps it too, dropping only end-of-turn / padding markers
     (text,) = decode_completions(tok, [ids])
     assert text == "They feel sad.\n</think>\n\nMaybe they forgot."
     assert extract_answer(text) == "Maybe they forgot."
