@@ -92,7 +92,7 @@ def tiny_cfg(**overrides) -> dict:
         "scorer_mode": "generate",
         "engine": "hf",
         "eval_logprob": True,
-        "sft": {"epochs": 6, "learning_rate": 5e-3, "batch_size": 8, "max_length": 256, "max_pairs": 24,
+        "sft": {"epochs": 12, "learning_rate": 5e-3, "batch_size": 8, "max_length": 256, "max_pairs": 24,
                 "logging_steps": 5},
         "grpo": {"steps": 2, "num_generations": 2, "prompts_per_step": 2, "beta": 0.04, "learning_rate": 1e-4,
                  "max_completion_length": 24, "temperature": 0.7},
