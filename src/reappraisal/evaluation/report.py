@@ -81,6 +81,15 @@ def render_value(value: Any, depth: int = 0) -> str:
     if isinstance(value, Mapping):
         if not value:
             return "<span class=muted>(empty)</span>"
+        if len(value) > 1 and all(_is_flat_mapping(v) for v in value.values()):
+            # a table of records keyed by name: one row each, one column per field
+            cols = list(dict.fromkeys(k for v in value.values() for k in v))
+            head = "<th></th>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
+            body = "".join(
+                f"<tr><th>{html.escape(str(k))}</th>" + "".join(f"<td>{html.escape(_scalar(v.get(c, '')))}</td>" for c in cols) + "</tr>"
+                for k, v in value.items()
+            )
+            return f"<table><tr>{head}</tr>{body}</table>"
         rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{render_value(v, depth + 1)}</td></tr>" for k, v in value.items())
         return f"<table>{rows}</table>"
     if isinstance(value, list):
@@ -96,6 +105,10 @@ def render_value(value: Any, depth: int = 0) -> str:
             return f"<table><tr>{head}</tr>{body}</table>{more}"
         return html.escape(", ".join(_scalar(v) for v in value))
     return html.escape(_scalar(value))
+
+
+def _is_flat_mapping(v: Any) -> bool:
+    return isinstance(v, Mapping) and bool(v) and not any(isinstance(x, (Mapping, list)) for x in v.values())
 
 
 def _scalar(v: Any) -> str:
