@@ -34,11 +34,6 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def register(name: str, target: str) -> None:
-    """Register a command (``target`` is ``"module:function"``)."""
-    COMMANDS[name] = target
-
-
 def parse_params(text: str | None) -> dict[str, Any]:
     """Parse the JSON object a rule passes as ``--params``."""
     if not text:

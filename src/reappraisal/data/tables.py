@@ -13,8 +13,6 @@ import pandas as pd
 
 from ..errors import DataValidationError
 
-ORIGIN_COLUMNS = ("_file", "_line")
-
 
 @dataclass(frozen=True)
 class TableSchema:
