@@ -10,11 +10,11 @@ is a bug and keeps its traceback.
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from typing import Any, Callable, Sequence
 
 from .errors import PipelineInputError
+from .params import parse_params  # noqa: F401  (re-exported for older callers)
 
 #: command name -> "module:function"; the function takes the remaining argv.
 COMMANDS: dict[str, str] = {
@@ -32,19 +32,6 @@ COMMANDS: dict[str, str] = {
     "train-policy": "reappraisal.policy.train:cli_main",
     "report": "reappraisal.evaluation.report:cli_main",
 }
-
-
-def parse_params(text: str | None) -> dict[str, Any]:
-    """Parse the JSON object a rule passes as ``--params``."""
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PipelineInputError(f"--params is not valid JSON ({exc.msg})") from None
-    if not isinstance(value, dict):
-        raise PipelineInputError("--params must be a JSON object")
-    return value
 
 
 def _resolve(name: str) -> Callable[[Sequence[str]], Any]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..atomic import atomic_dir, write_json
-from ..cli import parse_params
+from ..params import parse_params
 from ..errors import ConfigError, DataValidationError
 
 

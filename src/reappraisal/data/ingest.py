@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from ..atomic import atomic_path
-from ..cli import parse_params
+from ..params import parse_params
 from ..errors import ConfigError, DataValidationError
 from .tables import POOLS, RATINGS, REAPPRAISALS, VIGNETTES, strip_origin, validate_table, where
 

@@ -18,7 +18,7 @@ from typing import Sequence
 import pandas as pd
 
 from ..atomic import write_json
-from ..cli import parse_params
+from ..params import parse_params
 from ..errors import LeakageError
 from .leakage import find_overlaps
 

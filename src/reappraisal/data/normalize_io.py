@@ -8,7 +8,7 @@ from typing import Sequence
 import pandas as pd
 
 from ..atomic import write_json, write_parquet
-from ..cli import parse_params
+from ..params import parse_params
 from ..errors import DataValidationError
 from .normalize import zscore_ratings
 

@@ -8,7 +8,7 @@ from typing import Sequence
 import pandas as pd
 
 from ..atomic import atomic_path, write_json
-from ..cli import parse_params
+from ..params import parse_params
 from ..errors import DataValidationError
 from .split import assign_splits, build_pairs, build_targets, split_summary
 

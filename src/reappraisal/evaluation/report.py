@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..atomic import atomic_path
-from ..cli import parse_params
+from ..params import parse_params
 from ..errors import PipelineInputError
 
 DEMO_BANNER = (

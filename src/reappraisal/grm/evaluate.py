@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from reappraisal.atomic import write_json, write_parquet
-from reappraisal.cli import parse_params
+from reappraisal.params import parse_params
 from reappraisal.errors import PipelineInputError
 from reappraisal.stats import (
     agreement_by_margin,

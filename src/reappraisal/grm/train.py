@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from reappraisal.atomic import atomic_dir
-from reappraisal.cli import parse_params
+from reappraisal.params import parse_params
 from reappraisal.errors import DataValidationError, PipelineInputError
 
 from .pairs import both_orders, check_pairs, select_pairs

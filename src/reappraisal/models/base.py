@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from reappraisal.atomic import atomic_dir, write_json
-from reappraisal.cli import parse_params
+from reappraisal.params import parse_params
 from reappraisal.errors import ConfigError, DataValidationError, PipelineInputError
 
 from .tiny import CHAT_TEMPLATE, TinyArchitecture, build_causal_lm, train_tokenizer

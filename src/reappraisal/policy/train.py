@@ -298,7 +298,7 @@ def cli_main(argv: Sequence[str]) -> int:
     """``train-policy``: train one arm, or record an external arm's checkpoint (see module doc)."""
     import pandas as pd
 
-    from reappraisal.cli import parse_params
+    from reappraisal.params import parse_params
 
     ap = argparse.ArgumentParser(prog="reappraisal train-policy", description=__doc__.splitlines()[0])
     ap.add_argument("--arm", required=True)

@@ -144,7 +144,7 @@ def run_warm_start(
 def cli_main(argv: Sequence[str]) -> int:
     import pandas as pd
 
-    from reappraisal.cli import parse_params
+    from reappraisal.params import parse_params
 
     ap = argparse.ArgumentParser(prog="reappraisal warm-start-policy", description=__doc__.splitlines()[0])
     ap.add_argument("--base-dir", required=True, help="the random-init tiny policy (prepare_base_models)")

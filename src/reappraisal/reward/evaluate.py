@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from reappraisal.atomic import write_json
-from reappraisal.cli import parse_params
+from reappraisal.params import parse_params
 from reappraisal.errors import ConfigError, PipelineInputError
 
 from .dataset import PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS, examples_for_split, pairs_for_split, read_table

@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from reappraisal.atomic import atomic_dir, write_json
-from reappraisal.cli import parse_params
+from reappraisal.params import parse_params
 from reappraisal.errors import ConfigError, PipelineInputError
 
 from .dataset import (
