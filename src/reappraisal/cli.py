@@ -30,7 +30,7 @@ COMMANDS: dict[str, str] = {
     "evaluate-grm": "reappraisal.grm.evaluate:cli_main",
     "warm-start-policy": "reappraisal.policy.warm_start:cli_main",
     "train-policy": "reappraisal.policy.train:cli_main",
-    "report": "reappraisal.evaluation.report:cli_main",
+    "report": "reappraisal.report.build:cli_main",
 }
 
 
