@@ -1,0 +1,206 @@
+"""Judge backends behind one interface: conversations in, replies out as they arrive.
+
+``backend.replies(conversations)`` yields ``(index, reply)`` for every
+conversation it could answer and ``(index, CallFailure)`` for every call
+that failed; the caller caches replies the moment they arrive, so a killed
+stage keeps what it already paid for.
+
+- :class:`TransformersBackend`: a local ``from_pretrained`` causal LM, the
+  conversations rendered by its chat template, batched greedy (or sampled)
+  generation (:func:`reappraisal.evaluation.generation.generate_hf`).
+- :class:`OpenAIBackend`: any OpenAI-compatible ``/v1/chat/completions``
+  endpoint (a vLLM server, a hosted API). The API key is read from the
+  environment variable the judge YAML names and sent as ``Authorization:
+  Bearer``; it is never logged, never put in an error message and never
+  written to an artifact. Each request has a timeout; 429, 408 and 5xx
+  responses, connection errors, timeouts and malformed responses are retried
+  with exponential backoff (``tenacity``), honouring ``Retry-After`` when the
+  server sends it; other 4xx responses (a wrong key, an unknown model) stop
+  the stage at once. At most ``request.concurrency`` calls are in flight.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Iterator, Mapping, Sequence
+
+from ..errors import ConfigError, PipelineInputError
+from .generation import Decoding, generate_hf, load_generator, render_prompts
+from .judge_spec import JudgeSpec
+
+Conversation = Sequence[Mapping[str, str]]
+
+
+@dataclass(frozen=True)
+class CallFailure:
+    """A call that produced no reply (never cached; asked again on the next run)."""
+
+    reason: str
+
+
+class TransientHTTPError(Exception):
+    """A response worth retrying (429, 408, 5xx, or a body that is not a chat completion)."""
+
+    def __init__(self, reason: str, retry_after: float | None = None):
+        super().__init__(reason)
+        self.reason, self.retry_after = reason, retry_after
+
+
+class EndpointRefused(PipelineInputError):
+    """The endpoint refused the request for a reason retrying cannot fix (401, 403, 404, 400, ...)."""
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class TransformersBackend:
+    """A local causal LM judge (see module doc)."""
+
+    def __init__(self, spec: JudgeSpec, *, model=None, tokenizer=None, device=None):
+        if model is None or tokenizer is None:
+            model, tokenizer = load_generator(spec.model, device)
+        self.spec, self.model, self.tokenizer = spec, model, tokenizer
+        self.decoding = Decoding.from_mapping(spec.decoding)
+
+    def replies(self, conversations: Sequence[Conversation], progress=None) -> Iterator[tuple[int, str | CallFailure]]:
+        prompts = render_prompts(self.tokenizer, conversations)
+        step = max(1, self.spec.batch_size) * 4
+        seed = self.spec.decoding.get("seed") or 0
+        for start in range(0, len(prompts), step):
+            chunk = prompts[start:start + step]
+            outs = generate_hf(self.model, self.tokenizer, chunk, self.decoding, batch_size=self.spec.batch_size,
+                               seed=int(seed) + start, progress=progress)
+            for offset, out in enumerate(outs):
+                yield start + offset, out.text
+
+
+class OpenAIBackend:
+    """An OpenAI-compatible chat-completions endpoint (see module doc)."""
+
+    def __init__(self, spec: JudgeSpec, *, session=None):
+        import requests
+
+        self.spec = spec
+        self.url = spec.base_url.rstrip("/") + "/chat/completions"
+        req = spec.request
+        self.timeout = float(req.get("timeout_s", 120))
+        self.max_retries = int(req.get("max_retries", 5))
+        self.backoff = float(req.get("backoff_s", 1.0))
+        self.max_backoff = float(req.get("max_backoff_s", 60))
+        self.concurrency = int(req.get("concurrency", 16))
+        self._headers = {"Content-Type": "application/json"}
+        if spec.api_key_env:
+            key = os.environ.get(spec.api_key_env)
+            if not key:
+                raise ConfigError(f"api_key_env names the environment variable {spec.api_key_env}, which is not set",
+                                  where=spec.path)
+            self._headers["Authorization"] = f"Bearer {key}"
+        self._session = session or requests.Session()
+        adapter = requests.adapters.HTTPAdapter(pool_connections=self.concurrency, pool_maxsize=self.concurrency)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+
+    def body(self, conversation: Conversation) -> dict:
+        d = self.spec.decoding
+        body = {
+            "model": self.spec.model,
+            "messages": [dict(m) for m in conversation],
+            "max_tokens": int(d.get("max_new_tokens", 512)),
+            "temperature": float(d.get("temperature", 0.0)),
+            "top_p": float(d.get("top_p", 1.0)),
+        }
+        if d.get("seed") is not None:
+            body["seed"] = int(d["seed"])
+        return body
+
+    def _post_once(self, conversation: Conversation) -> str:
+        import requests
+
+        try:
+            resp = self._session.post(self.url, json=self.body(conversation), headers=self._headers, timeout=self.timeout)
+        except requests.Timeout:
+            raise TransientHTTPError(f"no answer within {self.timeout:g} s") from None
+        except requests.ConnectionError as exc:
+            raise TransientHTTPError(f"connection failed ({type(exc).__name__})") from None
+        if resp.status_code in (408, 429) or resp.status_code >= 500:
+            raise TransientHTTPError(f"HTTP {resp.status_code}", parse_retry_after(resp.headers.get("Retry-After")))
+        if resp.status_code >= 400:
+            raise EndpointRefused(f"{self.url} answered HTTP {resp.status_code} ({resp.reason}); check the judge's "
+                                  "model name, base_url and API key", where=self.spec.path)
+        try:
+            content = resp.json()["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise TransientHTTPError("malformed response (not a chat completion)") from None
+        if not isinstance(content, str):
+            raise TransientHTTPError("malformed response (message content is not text)")
+        return content
+
+    def _wait(self, retry_state) -> float:
+        exc = retry_state.outcome.exception()
+        if isinstance(exc, TransientHTTPError) and exc.retry_after is not None:
+            return min(exc.retry_after, self.max_backoff)
+        return min(self.backoff * 2 ** (retry_state.attempt_number - 1), self.max_backoff)
+
+    def call(self, conversation: Conversation) -> str | CallFailure:
+        """One reply, with retries; a :class:`CallFailure` when every attempt failed."""
+        from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt
+
+        retrying = Retrying(stop=stop_after_attempt(self.max_retries + 1), wait=self._wait,
+                            retry=retry_if_exception_type(TransientHTTPError))
+        try:
+            return retrying(self._post_once, conversation)
+        except RetryError as exc:
+            last = exc.last_attempt.exception()
+            return CallFailure(f"{last.reason if isinstance(last, TransientHTTPError) else last} "
+                               f"after {self.max_retries + 1} attempt(s)")
+
+    def replies(self, conversations: Sequence[Conversation], progress=None) -> Iterator[tuple[int, str | CallFailure]]:
+        pending = iter(enumerate(conversations))
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            running = {}
+            for i, conv in pending:
+                running[pool.submit(self.call, conv)] = i
+                if len(running) >= self.concurrency:
+                    break
+            while running:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    i = running.pop(fut)
+                    try:
+                        result = fut.result()
+                    except EndpointRefused:
+                        for other in running:
+                            other.cancel()
+                        raise
+                    if progress is not None:
+                        progress(1)
+                    yield i, result
+                    nxt = next(pending, None)
+                    if nxt is not None:
+                        running[pool.submit(self.call, nxt[1])] = nxt[0]
+
+
+def make_backend(spec: JudgeSpec, **kwargs):
+    """The backend a judge YAML names."""
+    if spec.backend == "transformers":
+        return TransformersBackend(spec, **kwargs)
+    if spec.backend == "openai":
+        return OpenAIBackend(spec, **kwargs)
+    raise ConfigError(f"unknown backend {spec.backend!r}", where=spec.path)  # the schema refuses it first

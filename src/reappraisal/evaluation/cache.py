@@ -1,0 +1,113 @@
+"""On-disk cache of judge replies, one append-only JSONL file per (run, judge).
+
+Key: sha256 of the canonical JSON of (judge settings including the template,
+verdict pattern and decoding; the model's fingerprint; the run; the
+scenario; the answer in slot A; the answer in slot B; the order). Editing a
+template or a decoding parameter therefore never reuses an old reply, and a
+run never reads another run's replies: each run has its own file AND the run
+is in the key.
+
+Only replies the judge actually gave are stored (including replies with no
+parseable verdict, which are counted as ``error``); a call that failed
+(timeout, HTTP error after its retries, malformed response) is never
+stored, so the next run asks again. Each line is flushed as soon as its
+reply arrives, so a killed stage loses at most the calls in flight; a
+half-written last line is ignored on reading.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+
+def cache_key(settings: Mapping[str, Any], *, model_fingerprint: str, run: Any, scenario: str,
+              answer_a: str, answer_b: str, order: str) -> str:
+    """The hex sha256 identifying one judge call (see module doc)."""
+    payload = {
+        "judge": settings,
+        "model_fingerprint": model_fingerprint,
+        "run": str(run),
+        "scenario": scenario,
+        "answer_a": answer_a,
+        "answer_b": answer_b,
+        "order": order,
+    }
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class ReplyCache:
+    """Replies by key, read from and appended to one JSONL file."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._replies: dict[str, str] = dict(self._read())
+        self._handle = None
+
+    def _read(self) -> Iterator[tuple[str, str]]:
+        if not self.path.is_file():
+            return
+        with self.path.open(encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    record = json.loads(line)
+                    yield record["key"], record["reply"]
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    continue  # a line cut by a kill: that call is asked again
+
+    def __len__(self) -> int:
+        return len(self._replies)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._replies
+
+    def get(self, key: str) -> str | None:
+        return self._replies.get(key)
+
+    def put(self, key: str, reply: str) -> None:
+        """Store one reply and flush it to disk at once."""
+        if self._handle is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._handle = self.path.open("a", encoding="utf-8")
+        self._handle.write(json.dumps({"key": key, "reply": reply}, ensure_ascii=False) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self._replies[key] = reply
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def __enter__(self) -> "ReplyCache":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def model_fingerprint(model: str) -> str:
+    """A cheap identity of a judge's weights, so a retrained local model never reuses old replies.
+
+    For a local directory: sha256 over each weight/config file's name, size and
+    first and last MiB (hashing 140 GB of a 70B checkpoint per run would take
+    minutes). For anything else (a hub id, an endpoint's model name): the
+    name itself.
+    """
+    path = Path(model)
+    if not path.is_dir():
+        return f"name:{model}"
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in {".safetensors", ".bin", ".json"}):
+        size = file.stat().st_size
+        digest.update(f"{file.relative_to(path)}:{size}".encode())
+        with file.open("rb") as fh:
+            digest.update(fh.read(1 << 20))
+            if size > 2 << 20:
+                fh.seek(-(1 << 20), os.SEEK_END)
+                digest.update(fh.read())
+    return f"files:{digest.hexdigest()}"

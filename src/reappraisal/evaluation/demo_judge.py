@@ -1,0 +1,136 @@
+"""train_demo_judge stage: the demo's stand-in for the held-out evaluation judge.
+
+The paper's judge (Llama-3.1-70B-Instruct) never touched training. The
+demo's stand-in must be just as independent of the reward path:
+
+- different weights: it starts from the ``judge`` base model (its own random
+  initialisation, seed and tokenizer copy; :mod:`reappraisal.models.base`),
+  not from the reward models, the GRM or the policy;
+- no human data in common with the reward path: it learns only from the
+  ``judge_train`` half of the validation split's human pairs
+  (:mod:`.human_pairs`), which no reward model or GRM trains on, and it is
+  calibrated on the other half.
+
+It is taught (TRL ``SFTTrainer``, loss on the completion only) to answer the
+judge YAML's own prompt with its verdict line for clearly separated pairs
+(``|human margin| >= demo_judge.min_margin``), in both orders. It is small
+and weak; the calibration table says how weak.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from ..atomic import atomic_dir
+from ..params import parse_params
+from .human_pairs import human_pairs
+from .judge_spec import JudgeSpec, load_judge
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+def verdict_completion(prompt: str, label: str) -> str:
+    """The reply the judge is taught: close an opened thinking block, then the verdict line."""
+    line = f"VERDICT: {label}"
+    return f"{THINK_CLOSE}\n{line}" if prompt.rstrip().endswith(THINK_OPEN) else line
+
+
+def training_examples(pairs: pd.DataFrame, scenarios: dict[str, str], spec: JudgeSpec, tokenizer,
+                      min_margin: float) -> dict[str, list[str]]:
+    """Prompt/completion texts: every clearly separated ``judge_train`` pair in both orders."""
+    clear = pairs[(pairs["half"] == "judge_train") & (pairs["margin"].abs() >= min_margin)]
+    prompts, completions = [], []
+    for p in clear.itertuples(index=False):
+        first_wins = p.margin > 0
+        for a, b, label in ((p.first, p.second, "A" if first_wins else "B"),
+                            (p.second, p.first, "B" if first_wins else "A")):
+            prompt = tokenizer.apply_chat_template(spec.messages(scenarios[p.vignette_id], a, b), tokenize=False,
+                                                   add_generation_prompt=True)
+            prompts.append(prompt)
+            completions.append(verdict_completion(prompt, label))
+    return {"prompt": prompts, "completion": completions}
+
+
+def train_demo_judge(base_dir: str, targets: pd.DataFrame, vignettes: pd.DataFrame, spec: JudgeSpec, *,
+                     cfg: dict, dimension: str, seed: int, out_dir: Path) -> dict:
+    """Fine-tune the judge base on the judge-train pairs; save model + tokenizer + training summary."""
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
+    from trl import SFTConfig, SFTTrainer
+
+    set_seed(seed)
+    torch.set_num_threads(int(cfg.get("cpu_threads") or torch.get_num_threads()))
+    pairs = human_pairs(targets, dimension=dimension, judge_train_fraction=float(cfg["judge_train_fraction"]), seed=seed)
+    scenarios = dict(zip(vignettes["vignette_id"].astype(str), vignettes["text"].astype(str)))
+    tokenizer = AutoTokenizer.from_pretrained(base_dir)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    examples = training_examples(pairs, scenarios, spec, tokenizer, float(cfg["min_margin"]))
+    if not examples["prompt"]:
+        from ..errors import PipelineInputError
+
+        raise PipelineInputError("no clearly separated judge-train pairs to learn from; lower "
+                                 "evaluation.demo_judge.min_margin or raise judge_train_fraction",
+                                 where="config evaluation.demo_judge")
+    gpu = torch.cuda.is_available()
+    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.bfloat16 if gpu else torch.float32)
+    with atomic_dir(out_dir) as tmp:
+        args = SFTConfig(
+            output_dir=str(tmp / "_work"),
+            num_train_epochs=float(cfg["epochs"]),
+            learning_rate=float(cfg["learning_rate"]),
+            per_device_train_batch_size=int(cfg["batch_size"]),
+            max_length=int(cfg["max_length"]),
+            lr_scheduler_type="linear",
+            logging_steps=10,
+            save_strategy="no",
+            report_to="none",
+            bf16=gpu,
+            use_cpu=not gpu,
+            seed=seed,
+            disable_tqdm=False,
+            shuffle_dataset=True,
+        )
+        trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_dict(examples), processing_class=tokenizer)
+        result = trainer.train()
+        trainer.save_model(str(tmp))
+        tokenizer.save_pretrained(str(tmp))
+        summary = {
+            "base": base_dir,
+            "judge_spec": spec.path,
+            "examples": len(examples["prompt"]),
+            "pairs": int(len(examples["prompt"]) // 2),
+            "judge_train_reappraisals": int(pd.unique(pairs.loc[pairs["half"] == "judge_train",
+                                                                ["first_id", "second_id"]].to_numpy().ravel()).size),
+            "train_loss": float(result.training_loss),
+            "steps": int(result.global_step),
+            "data": "judge_train half of the validation split's human pairs; never seen by the reward path",
+        }
+        (tmp / "training_summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
+        import shutil
+
+        shutil.rmtree(tmp / "_work", ignore_errors=True)
+    return summary
+
+
+def cli_main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="reappraisal train-demo-judge", description=__doc__.splitlines()[0])
+    for name in ("base-dir", "targets", "vignettes", "judge", "out", "params"):
+        ap.add_argument(f"--{name}", required=True)
+    args = ap.parse_args(argv)
+    params = parse_params(args.params)
+    ev = params["evaluation"]
+    cfg = {**ev["demo_judge"], "judge_train_fraction": ev["calibration"]["judge_train_fraction"]}
+    spec = load_judge(args.judge)
+    summary = train_demo_judge(args.base_dir, pd.read_parquet(args.targets), pd.read_parquet(args.vignettes), spec,
+                               cfg=cfg, dimension=params["data"]["primary_dimension"], seed=int(params["seed"]),
+                               out_dir=Path(args.out))
+    print(f"train_demo_judge: {summary['examples']} examples ({summary['pairs']} pairs), {summary['steps']} steps, "
+          f"train loss {summary['train_loss']:.4f} -> {args.out}")
+    return 0

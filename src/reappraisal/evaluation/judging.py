@@ -1,0 +1,122 @@
+"""Judge contests in both orders, through the reply cache, with any backend.
+
+Every contest is asked twice: order ``AB`` puts the arm's answer in slot A,
+order ``BA`` puts it in slot B. A request's cache key covers the judge's
+settings, the model's fingerprint, the run, the scenario, both slot texts
+and the order (:mod:`.cache`). Only requests missing from the cache reach
+the backend (which is not even loaded when nothing is missing), each reply
+is cached as it arrives, and a reply with no parseable verdict is recorded
+as ``error`` and counted, never dropped. Calls that failed are not cached;
+when any failed the stage stops after all others were asked, saying how
+many, so a rerun asks only for what is still missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from ..errors import PipelineInputError
+from .backends import CallFailure
+from .cache import ReplyCache, cache_key
+from .judge_spec import JudgeSpec
+
+ORDERS = ("AB", "BA")
+JUDGMENT_COLUMNS = ["run", "judge", "judge_kind", "contest_id", "vignette_id", "pool", "model", "opponent", "order",
+                    "verdict", "raw", "model_answer_id", "opponent_answer_id"]
+
+
+@dataclass
+class JudgingStats:
+    requests: int = 0
+    cached: int = 0
+    asked: int = 0
+    failed: int = 0
+
+
+def slot_texts(contest, order: str) -> tuple[str, str]:
+    """(slot A text, slot B text) of one contest row in ``order``."""
+    if order == "AB":
+        return contest.model_answer, contest.opponent_answer
+    return contest.opponent_answer, contest.model_answer
+
+
+def judge_contests(contests: pd.DataFrame, scenarios: dict[str, str], spec: JudgeSpec, *, run, cache: ReplyCache,
+                   fingerprint: str, backend_factory: Callable[[], object], judge_kind: str = "heldout",
+                   progress_desc: str | None = None) -> tuple[pd.DataFrame, JudgingStats]:
+    """One judgments row per (contest, order) for judge ``spec`` (see module doc).
+
+    ``contests``: rows as drawn by :func:`reappraisal.evaluation.draw.draw_contests`;
+    ``scenarios``: vignette_id -> scenario text. ``backend_factory`` builds
+    the backend only when some reply is missing from ``cache``.
+    """
+    settings = spec.settings()
+    requests: list[tuple[int, str, str, list[dict]]] = []  # (row, order, key, conversation)
+    for i, c in enumerate(contests.itertuples(index=False)):
+        scenario = scenarios[c.vignette_id]
+        for order in ORDERS:
+            a, b = slot_texts(c, order)
+            key = cache_key(settings, model_fingerprint=fingerprint, run=run, scenario=scenario,
+                            answer_a=a, answer_b=b, order=order)
+            requests.append((i, order, key, spec.messages(scenario, a, b)))
+    stats = JudgingStats(requests=len(requests))
+    missing: dict[str, list[dict]] = {}
+    for _, _, key, conv in requests:
+        if key not in cache and key not in missing:
+            missing[key] = conv
+    stats.cached = stats.requests - sum(1 for r in requests if r[2] in missing)
+    failures: list[str] = []
+    if missing:
+        from tqdm.auto import tqdm
+
+        keys = list(missing)
+        backend = backend_factory()
+        with tqdm(total=len(keys), desc=progress_desc or f"judge {spec.name}", unit="call", mininterval=2.0) as bar:
+            for idx, reply in backend.replies([missing[k] for k in keys], progress=bar.update):
+                if isinstance(reply, CallFailure):
+                    failures.append(reply.reason)
+                else:
+                    cache.put(keys[idx], reply)
+        stats.asked = len(keys)
+        stats.failed = len(failures)
+    if failures:
+        raise PipelineInputError(
+            f"{len(failures)} of {len(missing)} call(s) to judge {spec.name!r} failed (first: {failures[0]}); the "
+            f"{len(missing) - len(failures)} replies received are cached in {cache.path}; rerun to ask again for the "
+            "failed ones only", where=spec.path)
+    rows = []
+    for i, order, key, _ in requests:
+        c = contests.iloc[i]
+        reply = cache.get(key)
+        rows.append({
+            "run": run, "judge": spec.name, "judge_kind": judge_kind, "contest_id": c["contest_id"],
+            "vignette_id": c["vignette_id"], "pool": c["pool"], "model": c["model"], "opponent": c["opponent"],
+            "order": order, "verdict": spec.parse(reply), "raw": reply,
+            "model_answer_id": c["model_answer_id"], "opponent_answer_id": c["opponent_answer_id"],
+        })
+    return pd.DataFrame(rows, columns=JUDGMENT_COLUMNS), stats
+
+
+def consensus(judgments: pd.DataFrame, judges: Sequence[str], name: str = "consensus") -> pd.DataFrame:
+    """Per (contest, order), the verdict most of ``judges`` gave among those that gave one.
+
+    A strict majority of the parseable verdicts wins; no majority is a
+    ``tie``; a contest order where every judge's reply was unparseable is
+    ``error``. Raw text lists each judge's verdict.
+    """
+    part = judgments[judgments["judge"].isin(list(judges))]
+    keys = ["run", "contest_id", "vignette_id", "pool", "model", "opponent", "order", "model_answer_id",
+            "opponent_answer_id"]
+    rows = []
+    for key, group in part.groupby(keys, sort=True):
+        votes = [v for v in group["verdict"] if v != "error"]
+        if not votes:
+            verdict = "error"
+        else:
+            counts = pd.Series(votes).value_counts()
+            verdict = counts.index[0] if counts.iloc[0] * 2 > len(votes) else "tie"
+        raw = "; ".join(f"{j}={v}" for j, v in zip(group["judge"], group["verdict"]))
+        rows.append({**dict(zip(keys, key)), "judge": name, "judge_kind": "consensus", "verdict": verdict, "raw": raw})
+    return pd.DataFrame(rows, columns=JUDGMENT_COLUMNS)
