@@ -4,6 +4,7 @@ dvc.yaml in sync with the Snakefile, lint, and the paper preset's wiring (dry ru
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
 
@@ -11,7 +12,17 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.workflow_utils import REPO, env_with_venv, make_clean_copy, run_snakemake
+from reappraisal.import_closure import module_path
+from tests.workflow_utils import (
+    IMPORT_PROBE_ENV,
+    REPO,
+    env_with_venv,
+    imported_package_modules,
+    make_clean_copy,
+    run_snakemake,
+)
+
+DATA_STAGES = ("fetch_data", "ingest", "normalize_ratings", "split_reappraisals", "check_leakage")
 
 
 def dvc(repo, *args, check=True):
@@ -89,16 +100,24 @@ def test_bad_config_stops_snakemake_with_the_key_named(clean_copy, override, fra
     assert f"config key '{key}'" in proc.stdout + proc.stderr
 
 
-def test_snakemake_run_then_dvc_commit_records_without_recomputing(tmp_path):
-    repo = make_clean_copy(tmp_path / "repo")
+@pytest.fixture(scope="module")
+def committed_data_half(tmp_path_factory):
+    """A git + DVC copy where Snakemake built the data half (jobs printing the modules they
+    loaded into their logs) and `dvc commit -f` recorded it. Yields (repo, sha256 of targets before commit)."""
+    repo = make_clean_copy(tmp_path_factory.mktemp("dvc_commit") / "repo")
     git(repo, "init", "-q")
     git(repo, "-c", "user.email=ci@example.org", "-c", "user.name=ci", "add", "-A")
     git(repo, "-c", "user.email=ci@example.org", "-c", "user.name=ci", "commit", "-qm", "init")
     dvc(repo, "init", "-q")
-    run_snakemake(repo, "--cores", "2", "results/checks/leakage.json")
-    target = repo / "data/processed/targets.parquet"
-    before = hashlib.sha256(target.read_bytes()).hexdigest()
+    run_snakemake(repo, "--cores", "2", "results/checks/leakage.json", env=IMPORT_PROBE_ENV)
+    before = hashlib.sha256((repo / "data/processed/targets.parquet").read_bytes()).hexdigest()
     dvc(repo, "commit", "-f", "check_leakage", "--with-deps")
+    return repo, before
+
+
+def test_snakemake_run_then_dvc_commit_records_without_recomputing(committed_data_half):
+    repo, before = committed_data_half
+    target = repo / "data/processed/targets.parquet"
     status = dvc(repo, "status", "check_leakage")
     assert "up to date" in status.stdout.lower(), status.stdout
     assert (repo / "dvc.lock").exists()
@@ -107,3 +126,26 @@ def test_snakemake_run_then_dvc_commit_records_without_recomputing(tmp_path):
     run_snakemake(repo, "--touch", "--cores", "1", "results/checks/leakage.json")
     dry = run_snakemake(repo, "-n", "results/checks/leakage.json")
     assert "Nothing to be done" in dry.stdout + dry.stderr
+
+
+def test_editing_any_module_a_stage_loaded_makes_dvc_status_report_that_stage(committed_data_half):
+    """What each job really loaded (sys.modules at exit, printed into its log) against `dvc status`
+    after a one-line edit of that module: the static deps may not miss a module a stage ran."""
+    repo, _ = committed_data_half
+    loaded = {stage: imported_package_modules((repo / "logs" / f"{stage}.log").read_text()) for stage in DATA_STAGES}
+    assert "reappraisal.data.leakage_io" in loaded["check_leakage"]  # the probe saw the command's module
+    assert "reappraisal.data.tables" in loaded["ingest"]
+    modules = sorted(set().union(*loaded.values()))
+    for module in modules:
+        path = module_path(repo / "src", module)
+        original = path.read_bytes()
+        path.write_bytes(original + b"\n# an edit\n")
+        try:
+            status = json.loads(dvc(repo, "status", "--json").stdout or "{}")
+        finally:
+            path.write_bytes(original)
+        reported = {stage for stage in status if stage in DATA_STAGES}
+        expected = {stage for stage in DATA_STAGES if module in loaded[stage]}
+        assert expected <= reported, f"editing {module} is missed by {sorted(expected - reported)}"
+    status = json.loads(dvc(repo, "status", "--json", *DATA_STAGES).stdout or "{}")
+    assert not status, status  # every edit undone: back to clean

@@ -21,6 +21,19 @@ def tracked_files(repo: Path = REPO) -> list[str]:
     return [f for f in out.split("\0") if f and (repo / f).is_file()]
 
 
+#: Environment that makes every Python job print the package modules it loaded (tests/import_probe).
+IMPORT_PROBE_ENV = {"REAPPRAISAL_IMPORT_PROBE": "1", "PYTHONPATH": str(REPO / "tests" / "import_probe")}
+
+
+def imported_package_modules(log_text: str) -> set[str]:
+    """Package modules the processes writing ``log_text`` had loaded, as the import probe printed them."""
+    found: set[str] = set()
+    for line in log_text.splitlines():
+        if line.startswith("imported-package-modules:"):
+            found.update(line.split(":", 1)[1].split())
+    return found
+
+
 def make_clean_copy(dest: Path) -> Path:
     for rel in tracked_files():
         target = dest / rel
@@ -29,20 +42,24 @@ def make_clean_copy(dest: Path) -> Path:
     return dest
 
 
-def env_with_venv() -> dict[str, str]:
+def env_with_venv(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = str(Path(PYTHON).parent) + os.pathsep + env.get("PATH", "")
     env.pop("PYTHONPATH", None)
+    env.update(extra or {})
     return env
 
 
-def run_snakemake(cwd: Path, *args: str, check: bool = True, timeout: int = 1500) -> subprocess.CompletedProcess:
+def run_snakemake(
+    cwd: Path, *args: str, check: bool = True, timeout: int = 1500, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """Snakemake in ``cwd`` with the venv first on PATH (``env``: extra variables for it and its jobs)."""
     proc = subprocess.run(
         [PYTHON, "-m", "snakemake", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
-        env=env_with_venv(),
+        env=env_with_venv(env),
         timeout=timeout,
     )
     if check and proc.returncode != 0:

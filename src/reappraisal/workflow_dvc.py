@@ -1,9 +1,15 @@
 """Generate ``dvc.yaml`` from the Snakemake workflow and one mapping.
 
 ``workflow/dvc_stages.yaml`` names, per DVC stage, the Snakemake rules it
-runs, the config sections it reads and the code it executes. Everything else
-(inputs, outputs, the command) comes from Snakemake's own DAG
-(a forced dry run), so the two cannot drift silently:
+runs, the config sections it reads and the non-Python files its rules read
+besides their inputs (accelerate configs, judge YAMLs). Everything else
+comes from Snakemake's own DAG (a forced dry run): inputs, outputs, the
+command, and the code. A stage's code deps are the static import closure
+(:mod:`reappraisal.import_closure`) of the package modules its jobs' shell
+commands run (``python -m reappraisal <command>`` is ``__main__`` plus the
+module ``cli.COMMANDS`` maps the command to), plus the modules its rule files
+import at top level, so editing any module a stage can execute makes
+``dvc status`` report it. The two cannot drift silently:
 ``python -m reappraisal.workflow_dvc check`` fails when the committed
 ``dvc.yaml`` differs from what the workflow implies, or when a rule has no
 stage. Each stage's command runs Snakemake for exactly its rules' outputs.
@@ -12,6 +18,7 @@ stage. Each stage's command runs Snakemake for exactly its rules' outputs.
 from __future__ import annotations
 
 import argparse
+import ast
 import re
 import subprocess
 import sys
@@ -22,6 +29,7 @@ from typing import Any
 import yaml
 
 from .config import REPO_ROOT
+from .import_closure import PACKAGE, closure_files
 
 MAPPING = Path("workflow") / "dvc_stages.yaml"
 DVC_YAML = Path("dvc.yaml")
@@ -33,30 +41,82 @@ HEADER = (
 
 
 def snakemake_jobs(repo: Path = REPO_ROOT, target: str = FINAL_TARGET) -> dict[str, dict[str, set[str]]]:
-    """rule -> {"outputs": set, "inputs": set} for every job needed to build ``target``.
+    """rule -> {"outputs", "inputs", "logs", "shell"} (sets) for every job needed to build ``target``.
 
-    Read from a forced dry run (``-n --forceall``), which lists every job's
-    inputs and outputs from the DAG alone, whatever already exists on disk
-    (``--detailed-summary`` would report recorded inputs of existing files).
+    Read from a forced dry run (``-n --forceall -p``), which lists every job's
+    inputs, outputs, log and shell command from the DAG alone, whatever
+    already exists on disk (``--detailed-summary`` would report recorded
+    inputs of existing files).
     """
-    cmd = [sys.executable, "-m", "snakemake", "-n", "--forceall", "--cores", "1", target]
+    cmd = [sys.executable, "-m", "snakemake", "-n", "--forceall", "-p", "--cores", "1", target]
     proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"snakemake dry run failed:\n{proc.stderr[-2000:]}")
-    rules: dict[str, dict[str, set[str]]] = defaultdict(lambda: {"outputs": set(), "inputs": set()})
-    current = None
+    fields = ("outputs", "inputs", "logs", "shell")
+    rules: dict[str, dict[str, set[str]]] = defaultdict(lambda: {f: set() for f in fields})
+    current = last = None
     for line in (proc.stdout + "\n" + proc.stderr).splitlines():
         head = re.match(r"^(?:local)?rule (\w+):$", line)
         if head:
-            current = rules[head.group(1)]
+            current = last = rules[head.group(1)]
             continue
-        field = re.match(r"^    (input|output): (.*)$", line)
+        field = re.match(r"^    (input|output|log): (.*)$", line)
         if current is not None and field:
             paths = {p.strip() for p in field.group(2).split(",") if p.strip()}
-            current["inputs" if field.group(1) == "input" else "outputs"].update(paths)
+            current[{"input": "inputs", "output": "outputs", "log": "logs"}[field.group(1)]].update(paths)
+        elif line.startswith("Shell command: ") and last is not None:
+            last["shell"].add(line.removeprefix("Shell command: "))
         elif not line.startswith("    "):
             current = None
     return dict(rules)
+
+
+def cli_commands(repo: Path = REPO_ROOT) -> dict[str, str]:
+    """``cli.COMMANDS`` of the checkout at ``repo`` (read from the source, not imported)."""
+    path = repo / "src" / PACKAGE / "cli.py"
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign) else None)
+        if isinstance(target, ast.Name) and target.id == "COMMANDS" and node.value is not None:
+            return ast.literal_eval(node.value)
+    raise ValueError(f"{path}: no COMMANDS mapping")
+
+
+def entry_modules(shell: str, commands: dict[str, str]) -> set[str]:
+    """Package modules a shell command runs: ``-m reappraisal <command>`` or ``-m reappraisal.<module>``."""
+    entries: set[str] = set()
+    for module, command in re.findall(rf"-m\s+({PACKAGE}(?:\.[\w.]+)?)(?:\s+([\w-]+))?", shell):
+        if module == PACKAGE:
+            if command not in commands:
+                raise ValueError(f"shell command runs unknown command {command!r}: {shell[:200]}")
+            entries |= {f"{PACKAGE}.__main__", commands[command].split(":")[0]}
+        else:
+            entries.add(module)
+    return entries
+
+
+def smk_imports(text: str) -> set[str]:
+    """Package modules a rule file imports at top level (these shape its jobs: wildcards, params)."""
+    found = set()
+    for line in text.splitlines():
+        m = re.match(rf"^(?:from\s+({PACKAGE}[\w.]*)\s+import\b|import\s+({PACKAGE}[\w.]*))", line)
+        if m:
+            found.add(m.group(1) or m.group(2))
+    return found
+
+
+def code_deps(repo: Path, rules: list[str], jobs: dict[str, dict[str, set[str]]], rule_files: set[str]) -> set[str]:
+    """Package files a stage can execute: the import closure of its jobs' entry modules and its rule files' imports."""
+    commands = cli_commands(repo)
+    entries: set[str] = set()
+    for rule in rules:
+        found = set().union(*(entry_modules(s, commands) for s in jobs[rule]["shell"])) if jobs[rule]["shell"] else set()
+        if not found:
+            raise ValueError(f"rule {rule!r}: no `python -m {PACKAGE} ...` in its shell command, so its code is unknown")
+        entries |= found
+    for smk in rule_files:
+        entries |= smk_imports((repo / smk).read_text())
+    src = repo / "src"
+    return {str(p.relative_to(repo)) for p in closure_files(src, entries)}
 
 
 def all_rules(repo: Path = REPO_ROOT) -> set[str]:
@@ -95,8 +155,15 @@ def _collapse_bundled(paths: set[str], repo: Path) -> list[str]:
     return sorted(out)
 
 
+def hand_files(spec: dict[str, Any]) -> list[str]:
+    """Non-Python files a stage's rules read besides their inputs (``files:``; ``code:`` is the old name)."""
+    return list(spec.get("files", [])) + list(spec.get("code", []))
+
+
 def build_dvc_yaml(repo: Path = REPO_ROOT) -> dict[str, Any]:
-    mapping = yaml.safe_load((repo / MAPPING).read_text())["stages"]
+    doc = yaml.safe_load((repo / MAPPING).read_text())
+    mapping = doc["stages"]
+    every_stage = doc.get("every_stage", [])
     jobs = snakemake_jobs(repo)
     stages: dict[str, Any] = {}
     for name, spec in mapping.items():
@@ -111,9 +178,11 @@ def build_dvc_yaml(repo: Path = REPO_ROOT) -> dict[str, Any]:
         # An input inside a directory output of the same stage is covered by it.
         ins = {i for i in ins if not any(i.startswith(o.rstrip("/") + "/") for o in outs)}
         targets = " ".join(sorted(outs))
+        rule_files = _rule_files(repo, spec["rules"])
+        code = code_deps(repo, spec["rules"], jobs, rule_files) | set(hand_files(spec)) | set(every_stage)
         stages[name] = {
             "cmd": f"snakemake --cores all --allowed-rules {' '.join(spec['rules'])} -- {targets}",
-            "deps": sorted(set(spec.get("code", [])) | _rule_files(repo, spec["rules"])) + _collapse_bundled(ins, repo),
+            "deps": sorted(code | rule_files) + _collapse_bundled(ins, repo),
             "params": [{"config.yaml": _config_params(repo, spec.get("params", []))}],
             "outs": sorted(outs),
         }
@@ -127,15 +196,24 @@ def render(doc: dict[str, Any]) -> str:
 def check(repo: Path = REPO_ROOT) -> list[str]:
     """Problems that make dvc.yaml disagree with the workflow (empty when in sync)."""
     problems = []
-    mapping = yaml.safe_load((repo / MAPPING).read_text())["stages"]
+    doc = yaml.safe_load((repo / MAPPING).read_text())
+    mapping = doc["stages"]
+    for path in doc.get("every_stage", []):
+        if not (repo / path).exists():
+            problems.append(f"every_stage: listed file does not exist: {path}")
     mapped = {r for spec in mapping.values() for r in spec["rules"]}
     missing = sorted(all_rules(repo) - mapped)
     if missing:
         problems.append(f"rules without a DVC stage in workflow/dvc_stages.yaml: {missing}")
-    for spec in mapping.values():
-        for code in spec.get("code", []):
-            if not (repo / code).exists():
-                problems.append(f"code dependency does not exist: {code}")
+    for name, spec in mapping.items():
+        for path in hand_files(spec):
+            if not (repo / path).exists():
+                problems.append(f"stage {name}: listed file does not exist: {path}")
+            elif path.endswith(".py") and path.startswith(f"src/{PACKAGE}/"):
+                problems.append(
+                    f"stage {name}: {path} is a package module; list only non-Python files "
+                    "(modules are derived from the import closure of the stage's command)"
+                )
     expected = render(build_dvc_yaml(repo))
     actual = (repo / DVC_YAML).read_text() if (repo / DVC_YAML).exists() else ""
     if expected != actual:
