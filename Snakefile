@@ -13,6 +13,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/grm.smk"
 include: "workflow/rules/policy.smk"
+include: "workflow/rules/evaluation.smk"
 include: "workflow/rules/report.smk"
 
 

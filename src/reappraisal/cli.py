@@ -30,6 +30,11 @@ COMMANDS: dict[str, str] = {
     "evaluate-grm": "reappraisal.grm.evaluate:cli_main",
     "warm-start-policy": "reappraisal.policy.warm_start:cli_main",
     "train-policy": "reappraisal.policy.train:cli_main",
+    "check-ood": "reappraisal.evaluation.ood_gate_io:cli_main",
+    "train-demo-judge": "reappraisal.evaluation.demo_judge:cli_main",
+    "calibrate-judge": "reappraisal.evaluation.calibrate_io:cli_main",
+    "generate-answers": "reappraisal.evaluation.generate_io:cli_main",
+    "judge": "reappraisal.evaluation.judge_io:cli_main",
     "report": "reappraisal.report.build:cli_main",
 }
 

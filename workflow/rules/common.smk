@@ -1,6 +1,7 @@
 # Shared helpers: config resolution and validation, interpreter, input functions.
 # Rule files contain only rules; every get_* function lives here.
 import json
+import re
 import os
 import sys
 from pathlib import Path
@@ -43,6 +44,26 @@ def section(*keys):
     return json.dumps(out, sort_keys=True)
 
 
+def section_file(*keys):
+    """``section(*keys)`` passed through a file: the shell command carries ``@<path>``, not the JSON.
+
+    Snakemake echoes a failed job's shell command twice; with kilobytes of
+    JSON inline, the stage's one error line was lost above them. The file is
+    named by the JSON's hash, so a changed config still changes the rule's
+    params (and reruns the job). Stages read it with ``parse_params``.
+    """
+    import hashlib
+
+    from reappraisal.atomic import atomic_path
+
+    text = section(*keys)
+    path = Path(".snakemake") / "params" / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+    if not path.is_file() or path.read_text() != text:
+        with atomic_path(path, suffix=".json") as tmp:
+            tmp.write_text(text)
+    return f"@{path.as_posix()}"
+
+
 def get_final_output():
     return ["results/report.html"]
 
@@ -58,3 +79,66 @@ def get_bundled_files():
     from reappraisal.data.fetch import bundled_files
 
     return [str(p) for p in bundled_files(Path(config["data"].get("bundled_dir", "data/demo")))]
+
+
+# ---------------------------------------------------------------- evaluation
+from reappraisal.evaluation import systems as _eval_systems  # noqa: E402
+from reappraisal.evaluation.judge_spec import judge_path as _judge_path, load_judge as _load_judge  # noqa: E402
+
+EVAL_RUNS = [str(r) for r in config["evaluation"]["runs"]]
+EVAL_SYSTEMS = _eval_systems.systems(config)
+MODELS_BASE = "results/models/base/"
+
+
+wildcard_constraints:
+    run="|".join(EVAL_RUNS),
+    system="|".join(re.escape(s) for s in EVAL_SYSTEMS),
+
+
+def get_judge_files(names):
+    """The judge YAMLs (inputs, so an edited template reruns what used it)."""
+    return [str(_judge_path(n).relative_to(REPO)) for n in names]
+
+
+def _local_model_input(model):
+    """The workflow output a local model path comes from (a base model: the base MANIFEST); [] for hub ids."""
+    if model.startswith(MODELS_BASE):
+        return ["results/models/base/MANIFEST.json"]
+    if model.startswith("results/"):
+        return [model]
+    return []
+
+
+def get_judge_model_inputs(names):
+    return sorted({p for n in names if _load_judge(n).backend == "transformers" for p in _local_model_input(_load_judge(n).model)})
+
+
+def get_judge_cache_dir(name):
+    """Reply caches are not outputs: Snakemake and DVC never delete them, so a failed stage resumes."""
+    return f"results/evals/cache/{name}"
+
+
+def get_system_model(system):
+    return _eval_systems.system_model(config, system)
+
+
+def get_system_model_input(wildcards):
+    return _local_model_input(get_system_model(wildcards.system))
+
+
+def get_evaluation_outputs(kind="contests"):
+    """Every run's contests (or judgments) table."""
+    return [f"results/evals/run{r}/{kind}.parquet" for r in EVAL_RUNS]
+
+
+def get_judge_inputs(wildcards):
+    ev = config["evaluation"]
+    inputs = {
+        "generations": [f"results/evals/run{wildcards.run}/generations/{s}.parquet" for s in EVAL_SYSTEMS],
+        "specs": get_judge_files(ev["judges"]),
+        "judge_models": get_judge_model_inputs(ev["judges"]),
+    }
+    if ev["reward_path"]["enabled"]:
+        inputs["rm"] = [f"results/models/rm/seed{s}" for s in config["reward_model"]["seeds"]]
+        inputs["grm"] = "results/models/grm"
+    return inputs

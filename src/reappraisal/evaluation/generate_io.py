@@ -1,0 +1,96 @@
+"""generate_answers stage: one system's fresh answers for one evaluation run.
+
+For every scenario of the system's pools, ``evaluation.answers_per_scenario``
+answers to the policy's own prompt (:mod:`reappraisal.policy.prompts`),
+sampled with a seed derived from (config seed, system, run), so the three
+runs are independent samples. The answer is the text after ``</think>``,
+exactly as in training; the raw completion, the finish reason, token counts
+and the format gate's flags are kept (see docs/CONVENTIONS.md, evaluation
+contract).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from ..atomic import write_parquet
+from ..params import parse_params
+from ..policy.answer import extract_answer
+from ..policy.arms import resolve_model_dir
+from ..policy.committee import FormatGate
+from ..policy.prompts import build_messages
+from .generation import Decoding, generate_hf, generate_vllm, load_generator, render_prompts
+from .seeds import derived_seed
+from .systems import system_pools
+
+GENERATION_COLUMNS = ["run", "arm", "vignette_id", "pool", "sample", "seed", "answer_id", "raw_text", "answer",
+                      "finish_reason", "prompt_tokens", "completion_tokens", "empty", "too_long", "truncated"]
+
+
+def requests_for(vignettes: pd.DataFrame, pools: Sequence[str], per_pool: dict) -> pd.DataFrame:
+    """One row per answer to generate: vignette_id, pool, scenario, sample."""
+    rows = []
+    for v in vignettes[vignettes["pool"].isin(list(pools))].sort_values("vignette_id").itertuples(index=False):
+        for k in range(int(per_pool[v.pool])):
+            rows.append({"vignette_id": str(v.vignette_id), "pool": str(v.pool), "scenario": str(v.text), "sample": k})
+    return pd.DataFrame(rows, columns=["vignette_id", "pool", "scenario", "sample"])
+
+
+def answers_table(requests: pd.DataFrame, completions, *, system: str, run: int, seed: int,
+                  gate: FormatGate) -> pd.DataFrame:
+    """The generations table from requests and their completions (pure)."""
+    rows = []
+    for r, c in zip(requests.itertuples(index=False), completions):
+        answer = extract_answer(c.text)
+        check = gate.check(answer)
+        rows.append({
+            "run": run, "arm": system, "vignette_id": r.vignette_id, "pool": r.pool, "sample": r.sample, "seed": seed,
+            "answer_id": f"{system}|run{run}|{r.vignette_id}|{r.sample}", "raw_text": c.text, "answer": answer,
+            "finish_reason": c.finish_reason, "prompt_tokens": c.prompt_tokens,
+            "completion_tokens": c.completion_tokens, "empty": check.reason == "empty",
+            "too_long": check.reason == "too_long", "truncated": c.finish_reason == "length",
+        })
+    return pd.DataFrame(rows, columns=GENERATION_COLUMNS)
+
+
+def generate_answers(system: str, run: int, model_dir: str, vignettes: pd.DataFrame, params: dict) -> pd.DataFrame:
+    ev = params["evaluation"]
+    gen = ev["generation"]
+    requests = requests_for(vignettes, system_pools(params, system), ev["answers_per_scenario"])
+    seed = derived_seed(params["seed"], "generate", system, run)
+    decoding = Decoding(int(gen["max_new_tokens"]), float(gen["temperature"]), float(gen["top_p"]))
+    conversations = [build_messages(s) for s in requests["scenario"]]
+    if gen["backend"] == "vllm":
+        completions = generate_vllm(model_dir, conversations, decoding, seed=seed, engine_kwargs=gen.get("vllm"))
+    else:
+        import torch
+        from tqdm.auto import tqdm
+
+        if gen.get("cpu_threads"):
+            torch.set_num_threads(int(gen["cpu_threads"]))
+        model, tokenizer = load_generator(model_dir)
+        prompts = render_prompts(tokenizer, conversations)
+        with tqdm(total=len(prompts), desc=f"generate {system} run {run}", unit="answer", mininterval=2.0) as bar:
+            completions = generate_hf(model, tokenizer, prompts, decoding, batch_size=int(gen["batch_size"]),
+                                      seed=seed, progress=bar.update)
+    gate = FormatGate(max_sentences=int(params["policy"]["format_gate"]["max_sentences"]))
+    return answers_table(requests, completions, system=system, run=run, seed=seed, gate=gate)
+
+
+def cli_main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="reappraisal generate-answers", description=__doc__.splitlines()[0])
+    for name in ("system", "run", "model", "vignettes", "out", "params"):
+        ap.add_argument(f"--{name}", required=True)
+    args = ap.parse_args(argv)
+    params = parse_params(args.params)
+    model_dir = resolve_model_dir(args.model) if Path(args.model).is_dir() else args.model
+    table = generate_answers(args.system, int(args.run), model_dir, pd.read_parquet(args.vignettes), params)
+    write_parquet(table, args.out)
+    print(f"generate_answers {args.system} run {args.run}: {len(table)} answers "
+          f"({int(table['empty'].sum())} empty, {int(table['too_long'].sum())} too long, "
+          f"{int(table['truncated'].sum())} truncated) -> {args.out}")
+    return 0

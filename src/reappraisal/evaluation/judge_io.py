@@ -1,0 +1,155 @@
+"""judge stage: one evaluation run's contests, judged in both orders by every configured judge.
+
+Reads the run's generations (every arm and every generated opponent), draws
+the contests (:mod:`.draw`) against every opponent, has each held-out judge
+(config ``evaluation.judges``, each calibrated first) judge every contest in
+both orders through this run's own reply cache
+(``results/evals/cache/run{run}/<judge>.jsonl``), adds the reward-path
+scorers' verdicts on the configured opponents' contests and, with several
+held-out judges, their consensus. Writes the judgments table (one row per
+verdict, raw judge text kept) and the contests table (both orders combined
+into 1 / 0.5 / 0, errors kept and flagged). Layouts: docs/CONVENTIONS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from ..atomic import write_parquet
+from ..errors import PipelineInputError
+from ..params import parse_params
+from ..stats import pair_orders, score_contests
+from ..stats.contests import CONTEST_KEYS
+from .backends import make_backend
+from .cache import ReplyCache, model_fingerprint
+from .draw import draw_contests
+from .judge_spec import load_judge
+from .judging import JUDGMENT_COLUMNS, consensus, judge_contests
+from .opponents import answer_pools
+from .reward_path import ensemble_judgments, grm_judgments
+from .systems import evaluated_arms, opponents, systems
+
+CONTESTS_COLUMNS = ["run", "judge", "judge_kind", "contest_id", "vignette_id", "pool", "model", "opponent",
+                    "verdict_ab", "verdict_ba", "score", "error"]
+
+
+def _answers_by_scenario(generations: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    return {str(v): pd.DataFrame({"answer_id": g["answer_id"].to_numpy(), "text": g["answer"].to_numpy()})
+            for v, g in generations.sort_values("sample").groupby("vignette_id")}
+
+
+def run_contests(run: int, generations: dict[str, pd.DataFrame], targets: pd.DataFrame, vignettes: pd.DataFrame,
+                 params: dict) -> pd.DataFrame:
+    """Every contest of one run: each evaluated arm against each opponent it meets."""
+    frames = []
+    for arm in evaluated_arms(params):
+        for opp in opponents(params).values():
+            if not opp.plays(arm):
+                continue
+            if opp.kind == "answers":
+                theirs, paired = answer_pools(opp, targets, vignettes), False
+            elif opp.kind == "model":
+                theirs, paired = _answers_by_scenario(generations[opp.name]), False
+            else:
+                theirs, paired = _answers_by_scenario(generations[opp.arm]), True
+            frames.append(draw_contests(generations[arm], theirs, arm=arm, opponent=opp.name, run=run,
+                                        seed=int(params["seed"]), pools=opp.pools, paired=paired))
+    contests = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if contests.empty:
+        raise PipelineInputError("no contests to judge: no arm meets any opponent on any scenario",
+                                 where="config evaluation.opponents")
+    return contests
+
+
+def contests_table(judgments: pd.DataFrame) -> pd.DataFrame:
+    """Both orders of every (judge, contest) combined: verdicts side by side, score and error flag."""
+    keys = [*CONTEST_KEYS]
+    pairs = pair_orders(judgments)
+    scores = score_contests(judgments)
+    extra = judgments.drop_duplicates(keys)[[*keys, "judge_kind", "pool"]]
+    table = pairs.merge(scores, on=keys).merge(extra, on=keys)
+    return table[CONTESTS_COLUMNS].sort_values(["judge", "model", "opponent", "contest_id"], ignore_index=True)
+
+
+def check_calibrated(judges: Sequence[str], calibration: dict) -> None:
+    """Every held-out judge of the evaluation was calibrated and passed (or was knowingly accepted)."""
+    verdicts = calibration.get("decision", {}).get("verdicts", {})
+    for name in judges:
+        if name not in verdicts:
+            raise PipelineInputError(f"judge {name!r} was not calibrated; add it to evaluation.calibration.candidates",
+                                     where="config evaluation.judges")
+        if not verdicts[name]["passed"] and not calibration["decision"]["accepted_weak"]:
+            raise PipelineInputError(f"judge {name!r} did not pass calibration", where="config evaluation.judges")
+
+
+def judge_run(run: int, contests: pd.DataFrame, scenarios: dict[str, str], params: dict, *, cache_dir: Path,
+              rm_dirs: Sequence[str] = (), grm_dir: str | None = None) -> pd.DataFrame:
+    """The judgments of one run: held-out judges, their consensus, and the reward-path scorers."""
+    ev = params["evaluation"]
+    frames = []
+    for name in ev["judges"]:
+        spec = load_judge(name)
+        fingerprint = model_fingerprint(spec.model)
+        with ReplyCache(Path(cache_dir) / f"{name}.jsonl") as cache:
+            table, stats = judge_contests(contests, scenarios, spec, run=run, cache=cache, fingerprint=fingerprint,
+                                          backend_factory=lambda s=spec: make_backend(s),
+                                          progress_desc=f"judge {name} run {run}")
+        print(f"judge {name} run {run}: {stats.requests} verdicts ({stats.cached} cached, {stats.asked} asked), "
+              f"{int((table['verdict'] == 'error').sum())} unparseable")
+        frames.append(table)
+    if len(ev["judges"]) > 1:
+        frames.append(consensus(pd.concat(frames, ignore_index=True), ev["judges"]))
+    rp = ev.get("reward_path", {})
+    if rp.get("enabled", True) and (rm_dirs or grm_dir):
+        chosen = rp.get("opponents") or [ev["headline_opponent"]]
+        part = contests[contests["opponent"].isin(chosen)].reset_index(drop=True)
+        if rm_dirs:
+            from ..reward.ensemble import EnsembleScorer
+
+            rm = params["reward_model"]
+            scorer = EnsembleScorer.from_dirs(list(rm_dirs), penalty=rm["ensemble"]["penalty"], lam=rm["ensemble"]["lam"],
+                                              batch_size=rm["ensemble"]["batch_size"], max_length=rm["max_length"])
+            frames.append(ensemble_judgments(part, scenarios, scorer, run=run))
+        if grm_dir:
+            from ..grm.judge import Judge
+
+            g = params["grm"]
+            judge = Judge.from_dir(grm_dir, max_new_tokens=g["max_new_tokens"], batch_size=g["batch_size"],
+                                   mode=g["scorer_mode"], engine=g["engine"])
+            frames.append(grm_judgments(part, scenarios, judge, run=run))
+    return pd.concat(frames, ignore_index=True)[JUDGMENT_COLUMNS]
+
+
+def cli_main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="reappraisal judge", description=__doc__.splitlines()[0])
+    for name in ("run", "generations-dir", "targets", "vignettes", "calibration", "cache-dir", "judgments",
+                 "contests", "params"):
+        ap.add_argument(f"--{name}", required=True)
+    ap.add_argument("--rm-dirs", nargs="*", default=[])
+    ap.add_argument("--grm-dir", default=None)
+    args = ap.parse_args(argv)
+    params = parse_params(args.params)
+    run = int(args.run)
+    check_calibrated(params["evaluation"]["judges"], json.loads(Path(args.calibration).read_text()))
+    vignettes = pd.read_parquet(args.vignettes)
+    gen_dir = Path(args.generations_dir)
+    missing = [n for n in systems(params) if not (gen_dir / f"{n}.parquet").is_file()]
+    if missing:
+        raise PipelineInputError(f"no generations for {missing}", where=str(gen_dir))
+    generations = {n: pd.read_parquet(gen_dir / f"{n}.parquet") for n in systems(params)}
+    contests = run_contests(run, generations, pd.read_parquet(args.targets), vignettes, params)
+    scenarios = dict(zip(vignettes["vignette_id"].astype(str), vignettes["text"].astype(str)))
+    judgments = judge_run(run, contests, scenarios, params, cache_dir=Path(args.cache_dir), rm_dirs=args.rm_dirs,
+                          grm_dir=args.grm_dir)
+    table = contests_table(judgments)
+    write_parquet(judgments, args.judgments)
+    write_parquet(table, args.contests)
+    per_judge = table.groupby("judge").agg(contests=("score", "size"), errors=("error", "sum"),
+                                           win_rate=("score", "mean"))
+    print(f"judge run {run}: {len(contests)} contests\n{per_judge.to_string()}")
+    return 0

@@ -1,0 +1,122 @@
+# Evaluation: the OOD gate, the held-out judge (demo: trained here on human
+# pairs the reward path never sees) and its calibration, then per run
+# generate_answers (one job per system) -> judge (both orders, every judge).
+# Runs never share generations or verdicts; the summary pools them.
+
+
+rule check_ood:
+    input:
+        targets="data/processed/targets.parquet",
+        vignettes="data/interim/vignettes.parquet",
+        leakage="results/checks/leakage.json",
+    output:
+        report="results/checks/ood_disjointness.json",
+    params:
+        cfg=lambda w: section_file("evaluation"),
+    log:
+        "logs/check_ood.log",
+    conda:
+        "../../envs/data.yaml"
+    shell:
+        "python -m reappraisal check-ood --targets {input.targets} --vignettes {input.vignettes}"
+        " --out {output.report} --params {params.cfg:q} 2>&1 | tee {log}"
+
+
+rule train_demo_judge:
+    input:
+        base_manifest="results/models/base/MANIFEST.json",
+        targets="data/processed/targets.parquet",
+        vignettes="data/interim/vignettes.parquet",
+        spec=lambda w: get_judge_files([config["evaluation"]["demo_judge"]["spec"]]),
+    output:
+        model=directory("results/models/judge"),
+    params:
+        cfg=lambda w: section_file("evaluation", "data"),
+        base=lambda w: config["models"]["judge_base"],
+        spec=lambda w: config["evaluation"]["demo_judge"]["spec"],
+    log:
+        "logs/train_demo_judge.log",
+    conda:
+        "../../envs/train.yaml"
+    shell:
+        "python -m reappraisal train-demo-judge --base-dir {params.base:q} --targets {input.targets}"
+        " --vignettes {input.vignettes} --judge {params.spec} --out {output.model}"
+        " --params {params.cfg:q} 2>&1 | tee {log}"
+
+
+rule calibrate_judge:
+    input:
+        targets="data/processed/targets.parquet",
+        vignettes="data/interim/vignettes.parquet",
+        specs=lambda w: get_judge_files(config["evaluation"]["calibration"]["candidates"]),
+        models=lambda w: get_judge_model_inputs(config["evaluation"]["calibration"]["candidates"]),
+    output:
+        calibration="results/metrics/judge_calibration.json",
+        judgments="results/evals/calibration/judgments.parquet",
+    params:
+        cfg=lambda w: section_file("evaluation", "data"),
+        cache=lambda w: get_judge_cache_dir("calibration"),
+    resources:
+        judge=1,
+    log:
+        "logs/calibrate_judge.log",
+    conda:
+        "../../envs/train.yaml"
+    shell:
+        "python -m reappraisal calibrate-judge --targets {input.targets} --vignettes {input.vignettes}"
+        " --cache-dir {params.cache} --out {output.calibration} --judgments {output.judgments}"
+        " --params {params.cfg:q} 2>&1 | tee {log}"
+
+
+rule generate_answers:
+    input:
+        model=get_system_model_input,
+        vignettes="data/interim/vignettes.parquet",
+        ood="results/checks/ood_disjointness.json",
+    output:
+        answers="results/evals/run{run}/generations/{system}.parquet",
+    params:
+        cfg=lambda w: section_file("evaluation", "policy"),
+        model=lambda w: get_system_model(w.system),
+    resources:
+        gpu=1,
+    log:
+        "logs/generate_answers/run{run}/{system}.log",
+    conda:
+        "../../envs/train.yaml"
+    shell:
+        "python -m reappraisal generate-answers --system {wildcards.system} --run {wildcards.run}"
+        " --model {params.model:q} --vignettes {input.vignettes} --out {output.answers}"
+        " --params {params.cfg:q} 2>&1 | tee {log}"
+
+
+rule judge:
+    input:
+        unpack(get_judge_inputs),
+        targets="data/processed/targets.parquet",
+        vignettes="data/interim/vignettes.parquet",
+        calibration="results/metrics/judge_calibration.json",
+    output:
+        judgments="results/evals/run{run}/judgments.parquet",
+        contests="results/evals/run{run}/contests.parquet",
+    params:
+        cfg=lambda w: section_file("evaluation", "policy", "reward_model", "grm"),
+        generations=lambda w, input: os.path.dirname(input.generations[0]),
+        cache=lambda w: get_judge_cache_dir(f"run{w.run}"),
+        rm_flag=lambda w, input: ("--rm-dirs " + " ".join(input.rm)) if input.get("rm") else "",
+        grm_flag=lambda w, input: f"--grm-dir {input.grm}" if input.get("grm") else "",
+    resources:
+        judge=1,
+    log:
+        "logs/judge/run{run}.log",
+    conda:
+        "../../envs/train.yaml"
+    shell:
+        "python -m reappraisal judge --run {wildcards.run} --generations-dir {params.generations}"
+        " --targets {input.targets} --vignettes {input.vignettes} --calibration {input.calibration}"
+        " --cache-dir {params.cache} --judgments {output.judgments} --contests {output.contests}"
+        " {params.rm_flag} {params.grm_flag} --params {params.cfg:q} 2>&1 | tee {log}"
+
+
+REPORT_INPUTS["judge_calibration"] = "results/metrics/judge_calibration.json"
+REPORT_INPUTS["ood_disjointness"] = "results/checks/ood_disjointness.json"
