@@ -92,11 +92,20 @@ def test_weighted_quantile_with_equal_weights_is_numpy_inverted_cdf():
 
 @pytest.mark.parametrize(
     "sums, sizes, message",
-    [([5.0], [10.0], "at least 2"), ([5.0, 3.0], [10.0, 0.0], "size > 0"), ([np.nan, 3.0], [10, 10], "NaN")],
+    [
+        ([5.0], [10.0], "at least 2"),
+        ([5.0, 3.0], [10.0, 0.0], "size > 0"),
+        ([np.nan, 3.0], [10, 10], "NaN"),
+        ([np.inf, 3.0], [10, 10], "finite"),
+        ([5.0, 3.0], [np.inf, 10], "finite"),
+        ([12.0, 3.0], [10, 10], "exceeds its size"),
+        ([-1.0, 3.0], [10, 10], "negative"),
+    ],
 )
 def test_bootstrap_input_validation(sums, sizes, message):
-    with pytest.raises(ValueError, match=message):
-        percentile_cluster_bootstrap_interval(sums, sizes)
+    for method in (percentile_cluster_bootstrap_interval, wild_cluster_bootstrap_interval):
+        with pytest.raises(ValueError, match=message):
+            method(sums, sizes)
 
 
 def test_webb_weights_have_mean_zero_and_unit_variance_and_enumerate_exactly():

@@ -1,19 +1,38 @@
+import itertools
 import json
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
 
-from reappraisal.stats import (
-    cluster_t_interval,
-    headline_row,
-    score_contests,
-    wilson_interval,
-)
+from reappraisal.stats import design_effect, headline_row, score_contests
 
 from .helpers import judgments_from_scores
 
-INTERVALS = ["ci_cluster_t", "ci_iid_wilson", "ci_percentile_bootstrap", "ci_wild_cluster_bootstrap"]
+INTERVALS = [
+    "ci_logit_jackknife", "ci_cluster_t", "ci_iid_wilson", "ci_percentile_bootstrap", "ci_wild_cluster_bootstrap",
+]
+
+
+def logit_jackknife_by_hand(means, n, confidence=0.95):
+    """Reference: loop over left-out scenarios, Tukey pseudo-values of logit(mean)."""
+    g = len(means)
+    eps = 0.5 / n
+    lg = lambda p: np.log(np.clip(p, eps, 1 - eps) / (1 - np.clip(p, eps, 1 - eps)))  # noqa: E731
+    pseudo = [g * lg(np.mean(means)) - (g - 1) * lg(np.mean(np.delete(means, i))) for i in range(g)]
+    centre, se = np.mean(pseudo), np.std(pseudo, ddof=1) / np.sqrt(g)
+    t = stats.t.ppf(0.5 + confidence / 2, g - 1)
+    return 1 / (1 + np.exp(-(centre - t * se))), 1 / (1 + np.exp(-(centre + t * se)))
+
+
+def percentile_by_brute_force(means, confidence=0.95):
+    """Reference: all G^G ordered resamples of scenarios, equally likely."""
+    g = len(means)
+    values = np.sort([np.mean(means[list(draw)]) for draw in itertools.product(range(g), repeat=g)])
+    alpha = 1 - confidence
+    return tuple(np.quantile(values, [alpha / 2, 1 - alpha / 2], method="inverted_cdf"))
 
 
 def _scores(seed=0, n_scenarios=6, n_runs=3, per_cell=20, n_errors=7):
@@ -42,25 +61,37 @@ def row(scores):
 def test_counts_errors_and_never_drops_them_silently(scores, row):
     assert row["n_contests_total"] == len(scores) == row["n_contests"] + row["n_errors"]
     assert row["n_errors"] == 7
-    assert row["win_rate"] == pytest.approx(scores["score"].mean())  # NaN (errors) skipped
+    # errors (NaN) are skipped; the estimand is the mean of scenario means, and
+    # the pooled rate is reported beside it (they differ: errors make sizes unequal)
+    means = scores.groupby("vignette_id")["score"].mean()
+    assert row["win_rate"] == pytest.approx(means.mean(), abs=1e-12)
+    assert row["pooled_rate"] == pytest.approx(scores["score"].mean(), abs=1e-12)
+    assert row["win_rate"] != row["pooled_rate"]
     assert (row["n_scenarios"], row["n_runs"]) == (6, 3)
 
 
-def test_every_interval_is_labelled_and_the_headline_is_cluster_t(scores, row):
-    assert row["headline_interval"] == "ci_cluster_t"
+def test_every_interval_in_the_row_estimates_one_quantity(scores, row):
+    assert row["headline_interval"] == "ci_logit_jackknife"
+    assert "mean of the scenario win rates" in row["estimand"]
     for name in INTERVALS:
         ci = row[name]
         assert ci["assumption"] and ci["method"] and ci["confidence"] == 0.95
+        assert ci["estimate"] == row["win_rate"]  # one estimand, not the pooled rate
         assert 0.0 <= ci["low"] <= ci["estimate"] <= ci["high"] <= 1.0
     assert "ignores clustering" in row["ci_iid_wilson"]["assumption"]
     assert "under-covers" in row["ci_percentile_bootstrap"]["assumption"]
     means = scores.groupby("vignette_id")["score"].mean().to_numpy()
-    assert (row["ci_cluster_t"]["low"], row["ci_cluster_t"]["high"]) == pytest.approx(cluster_t_interval(means))
-    k, n = scores["score"].sum(), scores["score"].notna().sum()
-    assert (row["ci_iid_wilson"]["low"], row["ci_iid_wilson"]["high"]) == pytest.approx(wilson_interval(k, n))
+    n = int(scores["score"].notna().sum())
+    g = len(means)
+    half = stats.t.ppf(0.975, g - 1) * means.std(ddof=1) / np.sqrt(g)
+    pair = lambda ci: (row[ci]["low"], row[ci]["high"])  # noqa: E731
+    assert pair("ci_cluster_t") == pytest.approx((means.mean() - half, means.mean() + half), abs=1e-12)
+    assert pair("ci_logit_jackknife") == pytest.approx(logit_jackknife_by_hand(means, n), abs=1e-12)
+    assert pair("ci_iid_wilson") == pytest.approx(proportion_confint(means.mean() * n, n, method="wilson"), abs=1e-12)
+    assert pair("ci_percentile_bootstrap") == pytest.approx(percentile_by_brute_force(means), abs=1e-12)
     # clustering costs width: the honest interval is wider than the iid one
     width = lambda ci: ci["high"] - ci["low"]  # noqa: E731
-    assert width(row["ci_cluster_t"]) > width(row["ci_iid_wilson"])
+    assert width(row["ci_logit_jackknife"]) > width(row["ci_iid_wilson"])
 
 
 def test_scenario_run_and_bar_summaries(scores, row):
@@ -75,7 +106,34 @@ def test_scenario_run_and_bar_summaries(scores, row):
         test = row[key]
         assert test["exact"] and test["n_patterns"] == 64
         assert test["p_value"] == pytest.approx(test["n_extreme"] / 64)
+        assert test["min_p_value"] == pytest.approx(2 / 64)
     assert row["sign_flip_vs_half"]["null"] == 0.5 and row["sign_flip_vs_bar"]["null"] == 0.608
+
+
+def test_scenario_column_is_passed_on_to_every_summary(scores):
+    contests = score_contests(judgments_from_scores(scores)).rename(columns={"vignette_id": "scenario"})
+    contests["vignette_id"] = "one-label-for-all"  # a stale column must not be used
+    row = headline_row(contests, scenario="scenario")
+    assert row["n_scenarios"] == 6
+    assert all(r["n_scenarios"] == 6 for r in row["per_run"])
+    assert row["run_effect"]["n_scenarios"] == 6
+
+
+def test_design_effect_with_one_tiny_scenario_is_of_one_estimator():
+    # no clustering at all (every contest iid), five scenarios of 120 and one of 3:
+    # the design effect must be about 1 on average; dividing the variance of the
+    # mean of scenario means by the iid variance of the pooled rate gave about 6
+    rng = np.random.default_rng(4)
+    labels = np.array([f"v{g}" for g in range(5) for _ in range(120)] + ["tiny"] * 3)
+    scores = rng.choice([1.0, 0.5, 0.0], (2000, labels.size), p=[0.6, 0.2, 0.2])
+    means = np.concatenate([scores[:, :600].reshape(2000, 5, 120).mean(-1), scores[:, 600:].mean(-1, keepdims=True)], 1)
+    var_cluster = means.var(axis=1, ddof=1) / 6
+    var_iid = scores.var(axis=1, ddof=1) * (5 / 120 + 1 / 3) / 36
+    new = [design_effect(row, labels).design_effect for row in scores[:50]]
+    assert new == pytest.approx(list(var_cluster[:50] / var_iid[:50]))
+    assert 0.9 < np.mean(var_cluster / var_iid) < 1.1
+    old = var_cluster / (scores.var(axis=1, ddof=1) / labels.size)
+    assert np.mean(old) > 4
 
 
 def test_row_is_strict_json(row):

@@ -3,7 +3,13 @@ import pytest
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-from reappraisal.stats import cluster_t_interval, design_effect, wilson_interval
+from reappraisal.stats import (
+    cluster_logit_jackknife_interval,
+    cluster_t_interval,
+    design_effect,
+    sign_flip_test,
+    wilson_interval,
+)
 
 
 @pytest.mark.parametrize("n", [1, 7, 40, 240, 480, 720])
@@ -48,7 +54,7 @@ def test_wilson_edges_k0_and_kn():
     assert high == 1.0 and 0.9 < low < 1
 
 
-@pytest.mark.parametrize("k, n", [(-1, 10), (11, 10), (1, 0), (np.nan, 10)])
+@pytest.mark.parametrize("k, n", [(-1, 10), (11, 10), (1, 0), (np.nan, 10), (np.inf, np.inf), (5, np.inf)])
 def test_wilson_rejects_impossible_counts(k, n):
     with pytest.raises(ValueError):
         wilson_interval(k, n)
@@ -76,6 +82,34 @@ def test_cluster_t_is_vectorized_over_datasets_and_clipped_to_rates():
 def test_cluster_t_needs_two_scenarios_and_no_nan(means):
     with pytest.raises(ValueError, match="at least 2 scenarios|NaN"):
         cluster_t_interval(means)
+
+
+@pytest.mark.parametrize("means, message", [([0.5, np.inf, 0.6], "finite"), ([0.5, 1.2, 0.6], r"\[0, 1\]"), ([-0.1, 0.5, 0.6], r"\[0, 1\]")])
+def test_interval_functions_refuse_impossible_rates(means, message):
+    # an interval outside [0, 1] must never come out silently
+    for method in (cluster_t_interval, lambda m: cluster_logit_jackknife_interval(m, 100)):
+        with pytest.raises(ValueError, match=message):
+            method(means)
+    with pytest.raises(ValueError, match="finite|NaN"):
+        sign_flip_test([0.5, np.inf, 0.6])
+    with pytest.raises(ValueError, match="finite"):
+        design_effect(np.array([0.5, np.inf, 1.0, 0.0]), np.array(list("aabb")))
+    assert cluster_t_interval([-0.5, 0.2, 0.1], bounds=(-1, 1))  # differences may be negative
+
+
+def test_logit_jackknife_equals_a_leave_one_out_loop_and_respects_the_bound():
+    means = np.array([0.97, 0.99, 0.91, 1.0, 0.95, 0.98])
+    n, g = 720, 6
+    eps = 0.5 / n
+    logit = lambda p: np.log(min(max(p, eps), 1 - eps) / (1 - min(max(p, eps), 1 - eps)))  # noqa: E731
+    pseudo = [g * logit(means.mean()) - (g - 1) * logit(np.delete(means, i).mean()) for i in range(g)]
+    half = stats.t.ppf(0.975, g - 1) * np.std(pseudo, ddof=1) / np.sqrt(g)
+    expected = [1 / (1 + np.exp(-(np.mean(pseudo) + sign * half))) for sign in (-1, 1)]
+    low, high = cluster_logit_jackknife_interval(means, n)
+    assert (low, high) == pytest.approx(expected, abs=1e-12)
+    t_low, t_high = cluster_t_interval(means)
+    assert high < 1.0 and t_high == 1.0  # the t interval hits the bound (clipped), the jackknife does not
+    assert low < t_low  # it reaches further down, where a skewed population hides its tail
 
 
 def test_design_effect_on_a_hand_computed_case():

@@ -47,9 +47,18 @@ def test_position_consistency_by_hand(judgments):
         "n_first_slot_both": 2,
         "n_second_slot_both": 1,
         "n_with_tie": 1,
+        "n_flips": 3,  # c3, c4, c5: the winner changes with the order; the tie (c6) is not a flip
         "consistency": pytest.approx(3 / 7),
-        "flip_rate": pytest.approx(4 / 7),
+        "flip_rate": pytest.approx(3 / 7),
+        "tie_rate": pytest.approx(1 / 7),
     }
+
+
+def test_a_judge_that_always_says_tie_never_flips():
+    result = position_consistency(judgments_table([(1, f"c{i}", "v1", "tie", "tie") for i in range(5)]))
+    assert (result["flip_rate"], result["tie_rate"], result["consistency"]) == (0.0, 1.0, 0.0)
+    slot_a = position_consistency(judgments_table([(1, f"c{i}", "v1", "A", "A") for i in range(5)]))
+    assert (slot_a["flip_rate"], slot_a["tie_rate"], slot_a["consistency"]) == (1.0, 0.0, 0.0)
 
 
 def test_first_slot_bias_uses_exact_binomial_test():

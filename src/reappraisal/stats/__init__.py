@@ -3,11 +3,13 @@
 Units: a *contest* is one (model answer, opponent answer) pair for one
 scenario judged in both orders, scored 1 / 0.5 / 0 (see
 :mod:`.contests`); *clusters* are scenarios, with runs pooled inside each
-scenario. Every interval states its assumption (:data:`ASSUMPTIONS`); the
-cluster t interval on scenario means is the headline.
+scenario. Every interval states its assumption (:data:`ASSUMPTIONS`); the headline
+interval is the logit-scale delete-one-scenario jackknife
+(:func:`cluster_logit_jackknife_interval`) for the equally weighted mean of
+scenario rates, the one estimand of a headline row.
 
-Modules: ``contests`` (scoring), ``intervals`` (Wilson, cluster t, design
-effect), ``runs`` (per-run rates, run-effect test), ``signflip``,
+Modules: ``contests`` (scoring), ``intervals`` (Wilson, cluster t, logit
+jackknife, design effect), ``runs`` (per-run rates, run-effect test), ``signflip``,
 ``bootstrap`` (percentile and wild cluster bootstraps), ``paired``
 (head-to-head by scenario), ``judges`` (position bias, human agreement),
 ``accuracy`` (reward-model pairwise accuracy), ``headline`` (the headline
@@ -34,11 +36,12 @@ from .contests import (
     score_contests,
     summarize_contests,
 )
-from .headline import DEFAULT_BAR, headline_row
+from .headline import DEFAULT_BAR, ESTIMAND, HEADLINE_INTERVAL, headline_row
 from .intervals import (
     ASSUMPTIONS,
     DesignEffect,
     Interval,
+    cluster_logit_jackknife_interval,
     cluster_t_interval,
     design_effect,
     wilson_interval,
@@ -60,12 +63,15 @@ __all__ = [
     "DEFAULT_BAR",
     "WEBB_WEIGHTS",
     "DesignEffect",
+    "ESTIMAND",
+    "HEADLINE_INTERVAL",
     "Interval",
     "RunEffectTest",
     "SignFlipResult",
     "agreement_by_margin",
     "check_contests",
     "cluster_bootstrap_draws",
+    "cluster_logit_jackknife_interval",
     "cluster_t_interval",
     "cohens_kappa",
     "design_effect",

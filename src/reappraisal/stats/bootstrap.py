@@ -3,8 +3,11 @@
 Input everywhere: ``cluster_sums`` (sum of contest scores per scenario,
 i.e. fractional wins) and ``cluster_sizes`` (scored contests per scenario,
 > 0), scenarios on the last axis; leading axes are independent datasets and
-are handled in one call. The statistic is the pooled win rate
-Σ sums / Σ sizes.
+are handled in one call. The statistic is the ratio Σ sums / Σ sizes: the
+pooled win rate, or — with ``cluster_sums`` = the scenario means and
+``cluster_sizes`` = 1 — the equally weighted mean of scenario rates (what the
+headline row uses, so every interval in it has one estimand). Sums must lie in
+[0, size] and be finite; anything else is refused.
 
 Percentile cluster bootstrap. A replicate draws G scenarios with
 replacement; it is fully described by the count vector c (how often each
@@ -67,10 +70,19 @@ def _check_clusters(cluster_sums, cluster_sizes, what: str) -> tuple[np.ndarray,
         raise ValueError(f"{what}: cluster_sums and cluster_sizes do not match in shape") from exc
     if np.isnan(sums).any() or np.isnan(sizes).any():
         raise ValueError(f"{what}: cluster sums/sizes contain NaN")
+    if np.isinf(sums).any() or np.isinf(sizes).any():
+        raise ValueError(f"{what}: cluster sums/sizes must be finite (got inf)")
     if (sizes <= 0).any():
         raise ValueError(
             f"{what}: every scenario needs at least one scored contest (size > 0); "
             "leave out scenarios whose contests are all errors and report them"
+        )
+    if (sums < 0).any():
+        raise ValueError(f"{what}: cluster sums (fractional wins) must not be negative")
+    if (sums > sizes * (1.0 + 1e-12)).any():
+        raise ValueError(
+            f"{what}: a cluster sum exceeds its size (more wins than scored contests); "
+            "sums must lie in [0, size]"
         )
     if sums.shape[-1] < 2:
         raise ValueError(f"{what} needs at least 2 scenarios (clusters), got G = {sums.shape[-1]}")

@@ -1,8 +1,20 @@
 """The headline row: one win rate with every interval and check beside it.
 
-The headline interval is the cluster t interval on scenario means; the
-others are shown so a reader can see what clustering costs, each labelled
-with its assumption (see :data:`reappraisal.stats.intervals.ASSUMPTIONS`).
+One estimand per row: the equally weighted mean of the scenario win rates
+(runs pooled within each scenario), i.e. the expected win rate on a scenario
+drawn from the scenario population (:data:`ESTIMAND`). With equal numbers of
+scored contests per scenario it equals the pooled rate k / n. Every interval
+and test in the row estimates or tests that one quantity:
+
+- headline: :func:`~reappraisal.stats.intervals.cluster_logit_jackknife_interval`;
+- cluster t on the scenario means;
+- iid Wilson: the Wilson score interval for θ̂ as if all n contests were
+  independent trials (k = θ̂·n); labelled "ignores clustering";
+- percentile and wild cluster bootstraps of the mean of scenario means;
+- sign-flip tests of H0: mean of scenario means = bar, = 0.5.
+
+Each interval carries its assumption (see
+:data:`reappraisal.stats.intervals.ASSUMPTIONS`).
 """
 
 from __future__ import annotations
@@ -16,11 +28,23 @@ from .bootstrap import (
     wild_cluster_bootstrap_interval,
 )
 from .contests import check_contests, scenario_summary
-from .intervals import Interval, cluster_t_interval, design_effect, wilson_interval
+from .intervals import (
+    Interval,
+    cluster_logit_jackknife_interval,
+    cluster_t_interval,
+    design_effect,
+    wilson_interval,
+)
 from .runs import per_run_rates, run_effect_test, scenario_run_table
 from .signflip import sign_flip_test
 
 DEFAULT_BAR = 0.608
+HEADLINE_INTERVAL = "ci_logit_jackknife"
+ESTIMAND = (
+    "equally weighted mean of the scenario win rates (runs pooled within each scenario): "
+    "the expected win rate on a scenario drawn from the scenario population; equals the "
+    "pooled rate when scenarios have equal numbers of scored contests"
+)
 
 
 def _single(contests: pd.DataFrame, column: str):
@@ -46,31 +70,33 @@ def headline_row(
     """Summarize one (model, opponent, judge) contests table as a headline row.
 
     ``contests``: output of :func:`score_contests` for one model, one
-    opponent and one judge, any number of runs (pooled inside scenarios).
-    ``bar``: the win rate to beat (default 0.608). ``n_boot``: Monte Carlo
-    draws for bootstraps that are not enumerated exactly (percentile: G > 8;
-    wild: 6^G > n_boot); ``seed`` makes them reproducible.
+    opponent and one judge, any number of runs (pooled inside scenarios);
+    ``scenario`` names its cluster column. ``bar``: the win rate to beat
+    (default 0.608). ``n_boot``: Monte Carlo draws for bootstraps that are not
+    enumerated exactly (percentile: G > 8; wild: 6^G > n_boot); ``seed`` makes
+    them reproducible.
 
     Returns a JSON-ready dict:
 
-    - model, opponent, judge, bar, confidence;
-    - win_rate: pooled mean score of scored contests (ties 0.5);
+    - model, opponent, judge, bar, confidence, estimand (text);
+    - win_rate: the estimand's estimate θ̂, the mean of the scenario means;
+      pooled_rate: k / n over scored contests (ties 0.5), for reference;
     - n_contests (scored), n_errors (contests with an error verdict, not in
       any rate), n_contests_total, n_scenarios (G, scenarios with a scored
       contest), scenarios_all_errors (list), n_runs;
-    - ci_cluster_t (headline), ci_iid_wilson, ci_percentile_bootstrap,
-      ci_wild_cluster_bootstrap: labelled interval dicts (method, estimate,
-      low, high, confidence, assumption); headline_interval names the first.
-      The cluster t estimate is the unweighted mean of scenario means (equal
-      to win_rate when scenarios have equal numbers of scored contests); the
-      other estimates are win_rate;
-    - sign_flip_vs_bar, sign_flip_vs_half: sign-flip test dicts (p_value in
-      units of 1/2^G when exact) on scenario means;
+    - ci_logit_jackknife (headline), ci_cluster_t, ci_iid_wilson,
+      ci_percentile_bootstrap, ci_wild_cluster_bootstrap: labelled interval
+      dicts (method, estimate = θ̂, low, high, confidence, assumption);
+      headline_interval names the first;
+    - sign_flip_vs_bar, sign_flip_vs_half: sign-flip test dicts on the
+      scenario means (p in units of 1/2^G when exact; min_p_value = the
+      smallest attainable p at this G);
     - per_scenario: list of {scenario, n, n_errors, win_rate};
-    - per_run: list of {run, n, n_errors, win_rate, n_scenarios};
+    - per_run: list of {run, n, n_errors, win_rate (pooled), mean_of_scenarios,
+      n_scenarios};
     - run_effect: dict of :class:`RunEffectTest`, or {"p_value": None,
       "note": why} when there are fewer than 2 runs or complete scenarios;
-    - design_effect, effective_n;
+    - design_effect, effective_n (of θ̂, see :class:`DesignEffect`);
     - n_scenarios_clearing_bar: scenarios whose mean is >= bar.
 
     Undefined numbers (e.g. the design effect when every score is equal) are
@@ -78,7 +104,9 @@ def headline_row(
     opponents / judges, no scored contest, or fewer than 2 scenarios.
     """
     check_contests(contests)
-    if np.isnan(bar) or not 0.0 <= bar <= 1.0:
+    if scenario not in contests.columns:
+        raise ValueError(f"headline_row: contests has no scenario column {scenario!r}")
+    if not np.isfinite(bar) or not 0.0 <= bar <= 1.0:
         raise ValueError(f"bar must be a win rate in [0, 1], got {bar}")
     model, opponent, judge = (_single(contests, c) for c in ("model", "opponent", "judge"))
     error = contests["error"].astype(bool)
@@ -86,9 +114,9 @@ def headline_row(
     if scored.empty:
         raise ValueError(f"all {len(contests)} contests have error verdicts; nothing to score")
 
-    summary = scenario_summary(contests, scenario)
-    all_errors = [str(s) for s in summary.index[summary["n"] == 0]]
-    summary = summary[summary["n"] > 0]
+    full_summary = scenario_summary(contests, scenario)
+    all_errors = [str(s) for s in full_summary.index[full_summary["n"] == 0]]
+    summary = full_summary[full_summary["n"] > 0]
     g = len(summary)
     if g < 2:
         raise ValueError(
@@ -97,27 +125,30 @@ def headline_row(
     sums = summary["sum"].to_numpy(dtype=float)
     sizes = summary["n"].to_numpy(dtype=float)
     means = summary["win_rate"].to_numpy(dtype=float)
-    k, n = float(sums.sum()), int(sizes.sum())
-    win_rate = k / n
+    n = int(sizes.sum())
+    theta = float(means.mean())
+    ones = np.ones_like(means)
 
-    wilson = wilson_interval(k, n, confidence)
+    wilson = wilson_interval(theta * n, n, confidence)
+    jackknife = cluster_logit_jackknife_interval(means, n, confidence)
     cluster_t = cluster_t_interval(means, confidence)
     percentile = percentile_cluster_bootstrap_interval(
-        sums, sizes, confidence, n_draws=n_boot, seed=seed, exact=g <= MAX_EXACT_SCENARIOS
+        means, ones, confidence, n_draws=n_boot, seed=seed, exact=g <= MAX_EXACT_SCENARIOS
     )
-    wild = wild_cluster_bootstrap_interval(sums, sizes, confidence, n_draws=n_boot, seed=seed)
+    wild = wild_cluster_bootstrap_interval(means, ones, confidence, n_draws=n_boot, seed=seed)
     intervals = {
-        "ci_cluster_t": Interval.labelled("cluster_t", means.mean(), *cluster_t, confidence),
-        "ci_iid_wilson": Interval.labelled("iid_wilson", win_rate, *wilson, confidence),
+        "ci_logit_jackknife": Interval.labelled("cluster_logit_jackknife", theta, *jackknife, confidence),
+        "ci_cluster_t": Interval.labelled("cluster_t", theta, *cluster_t, confidence),
+        "ci_iid_wilson": Interval.labelled("iid_wilson", theta, *wilson, confidence),
         "ci_percentile_bootstrap": Interval.labelled(
-            "percentile_bootstrap", win_rate, *percentile, confidence
+            "percentile_bootstrap", theta, *percentile, confidence
         ),
         "ci_wild_cluster_bootstrap": Interval.labelled(
-            "wild_cluster_bootstrap", win_rate, *wild, confidence
+            "wild_cluster_bootstrap", theta, *wild, confidence
         ),
     }
 
-    runs = per_run_rates(contests)
+    runs = per_run_rates(contests, scenario)
     run_effect = _run_effect(contests, runs, run_effect_method, scenario)
     deff = design_effect(scored["score"].to_numpy(dtype=float), scored[scenario].to_numpy())
 
@@ -127,14 +158,16 @@ def headline_row(
         "judge": str(judge),
         "bar": float(bar),
         "confidence": float(confidence),
-        "win_rate": win_rate,
+        "estimand": ESTIMAND,
+        "win_rate": theta,
+        "pooled_rate": float(sums.sum()) / n,
         "n_contests": n,
         "n_errors": int(error.sum()),
         "n_contests_total": int(len(contests)),
         "n_scenarios": g,
         "scenarios_all_errors": all_errors,
         "n_runs": int(len(runs)),
-        "headline_interval": "ci_cluster_t",
+        "headline_interval": HEADLINE_INTERVAL,
         **{name: interval.as_dict() for name, interval in intervals.items()},
         "sign_flip_vs_bar": sign_flip_test(means, null=bar, seed=seed).as_dict(),
         "sign_flip_vs_half": sign_flip_test(means, null=0.5, seed=seed).as_dict(),
@@ -145,7 +178,7 @@ def headline_row(
                 "n_errors": int(r["n_errors"]),
                 "win_rate": float(r["win_rate"]),
             }
-            for s, r in scenario_summary(contests, scenario).iterrows()
+            for s, r in full_summary.iterrows()
         ],
         "per_run": [
             {
@@ -153,6 +186,7 @@ def headline_row(
                 "n": int(r["n"]),
                 "n_errors": int(r["n_errors"]),
                 "win_rate": float(r["win_rate"]),
+                "mean_of_scenarios": float(r["mean_of_scenarios"]),
                 "n_scenarios": int(r["n_scenarios"]),
             }
             for r_id, r in runs.iterrows()

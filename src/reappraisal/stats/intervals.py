@@ -5,7 +5,17 @@ Clusters are scenarios; a scenario mean pools all its contests across runs.
 Every ``*_interval`` function returns ``(low, high)``; arrays broadcast, so
 many datasets can be handled in one call (the last axis holds scenarios
 where a function takes scenario means). Confidence is two-sided, 0.95 by
-default.
+default. Non-finite inputs (NaN, ±inf) and rates outside [0, 1] are refused
+with a ``ValueError``: an interval outside [0, 1] must never be produced
+silently.
+
+The headline interval is :func:`cluster_logit_jackknife_interval`: its
+estimand is the equally weighted mean of the scenario rates (the expected win
+rate on a scenario drawn from the scenario population). At G = 6 the plain
+cluster t interval covers only about 0.91 at a win rate of 0.87 with
+between-scenario sd 0.1, with most misses wholly above the truth; the logit
+jackknife keeps coverage >= 0.93 with each tail <= 0.04 at win rates 0.5, 0.75
+and 0.87 and sd 0.05-0.15 (``tests/stats/test_coverage.py``).
 
 :class:`Interval` is the labelled form used in reports: every interval
 carries the text of the assumption it rests on (see :data:`ASSUMPTIONS`).
@@ -24,9 +34,15 @@ ASSUMPTIONS = {
         "ignores clustering: Wilson score interval that treats every contest as an "
         "independent trial; too narrow when scenarios differ"
     ),
+    "cluster_logit_jackknife": (
+        "scenarios are independent draws: delete-one-scenario jackknife (Tukey pseudo-values) "
+        "of the logit of the mean scenario rate, t with G-1 df, back-transformed; keeps the "
+        "[0, 1] bound and the skew of rates near it; the headline interval"
+    ),
     "cluster_t": (
         "scenarios are independent draws with roughly normal means: t interval on the "
-        "G scenario means (runs pooled within each scenario), G-1 df; the honest headline"
+        "G scenario means (runs pooled within each scenario), G-1 df; under-covers near the "
+        "bounds at small G (about 0.91 at win rate 0.87, sd 0.1, G = 6)"
     ),
     "percentile_bootstrap": (
         "resamples whole scenarios with replacement (exact enumeration for G <= 8); "
@@ -34,7 +50,7 @@ ASSUMPTIONS = {
     ),
     "wild_cluster_bootstrap": (
         "sensitivity check: wild cluster bootstrap-t, Webb 6-point weights on scenario "
-        "residual sums (unrestricted), CR1 standard error"
+        "residuals (unrestricted), CR1 standard error; under-covers near the bounds at small G"
     ),
     "paired_cluster_t": (
         "scenarios are independent draws with roughly normal differences: t interval on "
@@ -80,6 +96,15 @@ def _scalar_or_array(x):
     return float(x) if x.ndim == 0 else x
 
 
+def _require_finite(what: str, **arrays) -> None:
+    for name, value in arrays.items():
+        value = np.asarray(value, dtype=float)
+        if np.isnan(value).any():
+            raise ValueError(f"{what}: {name} must not be NaN")
+        if np.isinf(value).any():
+            raise ValueError(f"{what}: {name} must be finite (got inf)")
+
+
 def wilson_interval(k, n, confidence: float = 0.95):
     """Wilson score interval for ``k`` successes in ``n`` trials.
 
@@ -94,8 +119,7 @@ def wilson_interval(k, n, confidence: float = 0.95):
     confidence = _check_confidence(confidence)
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
-    if np.isnan(k).any() or np.isnan(n).any():
-        raise ValueError("wilson_interval: k and n must not be NaN")
+    _require_finite("wilson_interval", k=k, n=n)
     if (n <= 0).any():
         raise ValueError("wilson_interval: n must be positive")
     if (k < 0).any() or (k > n).any():
@@ -111,7 +135,7 @@ def wilson_interval(k, n, confidence: float = 0.95):
     return _scalar_or_array(low), _scalar_or_array(high)
 
 
-def _scenario_matrix(scenario_means, minimum: int, what: str) -> np.ndarray:
+def _scenario_matrix(scenario_means, minimum: int, what: str, bounds=(0.0, 1.0)) -> np.ndarray:
     means = np.asarray(scenario_means, dtype=float)
     if means.ndim == 0:
         raise ValueError(f"{what}: expected an array of scenario means, got a scalar")
@@ -120,6 +144,10 @@ def _scenario_matrix(scenario_means, minimum: int, what: str) -> np.ndarray:
             f"{what}: scenario means contain NaN (a scenario whose contests are all errors "
             "has no mean; leave it out and report it)"
         )
+    _require_finite(what, scenario_means=means)
+    lo, hi = bounds
+    if (means < lo).any() or (means > hi).any():
+        raise ValueError(f"{what}: scenario means must lie in [{lo:g}, {hi:g}]")
     if means.shape[-1] < minimum:
         raise ValueError(
             f"{what} needs at least {minimum} scenarios (clusters), got G = {means.shape[-1]}"
@@ -141,7 +169,7 @@ def cluster_t_interval(scenario_means, confidence: float = 0.95, *, bounds=(0.0,
     Raises ``ValueError`` when G < 2 or a mean is NaN.
     """
     confidence = _check_confidence(confidence)
-    means = _scenario_matrix(scenario_means, 2, "cluster_t_interval")
+    means = _scenario_matrix(scenario_means, 2, "cluster_t_interval", bounds)
     g = means.shape[-1]
     centre = means.mean(axis=-1)
     se = means.std(axis=-1, ddof=1) / np.sqrt(g)
@@ -152,13 +180,73 @@ def cluster_t_interval(scenario_means, confidence: float = 0.95, *, bounds=(0.0,
     )
 
 
+def _logit(x):
+    return np.log(x) - np.log1p(-x)
+
+
+def _expit(x):
+    return 0.5 * (1.0 + np.tanh(0.5 * x))  # overflow-free logistic
+
+
+def cluster_logit_jackknife_interval(scenario_means, n_contests, confidence: float = 0.95):
+    """Headline interval for the mean of G scenario rates: logit-scale jackknife.
+
+    ``scenario_means``: (..., G) mean score of each scenario (all runs pooled),
+    in [0, 1]; ``n_contests``: scored contests behind them (scalar or one per
+    dataset), used only to keep logits finite: every rate is clipped to
+    [ε, 1 − ε] with ε = 0.5 / n_contests before the transform.
+
+    With θ̂ the mean of the scenario means and θ̂₋ᵢ the mean without scenario
+    i, the Tukey pseudo-values Pᵢ = G·logit(θ̂) − (G − 1)·logit(θ̂₋ᵢ) give the
+    interval expit(mean P ± t_{G−1}·sd(P)/√G). The jackknife of the logit
+    (a) keeps both bounds inside (0, 1), (b) widens the interval on the side
+    away from the nearer bound, where a skewed population of rates hides its
+    tail at G = 6, and (c) removes the first-order bias of logit(θ̂) (Jensen).
+    The estimand is the equally weighted mean of scenario rates. When all
+    scenario means are equal the interval collapses to that value (no
+    between-scenario information), like the other cluster intervals.
+
+    Raises ``ValueError`` when G < 2, a mean is NaN/inf or outside [0, 1],
+    or n_contests < 1.
+    """
+    confidence = _check_confidence(confidence)
+    means = _scenario_matrix(scenario_means, 2, "cluster_logit_jackknife_interval")
+    n = np.asarray(n_contests, dtype=float)
+    _require_finite("cluster_logit_jackknife_interval", n_contests=n)
+    if (n < 1).any():
+        raise ValueError("cluster_logit_jackknife_interval: n_contests must be at least 1")
+    g = means.shape[-1]
+    eps = (0.5 / n)[..., None]
+    theta = means.mean(axis=-1, keepdims=True)
+    leave_one_out = (means.sum(axis=-1, keepdims=True) - means) / (g - 1)
+    full = _logit(np.clip(theta, eps, 1.0 - eps))
+    partial = _logit(np.clip(leave_one_out, eps, 1.0 - eps))
+    pseudo = g * full - (g - 1) * partial
+    centre = pseudo.mean(axis=-1)
+    se = pseudo.std(axis=-1, ddof=1) / np.sqrt(g)
+    t = stats.t.ppf(0.5 + confidence / 2.0, df=g - 1)
+    flat = np.ptp(means, axis=-1) == 0
+    theta = theta[..., 0]
+    low = np.where(flat, theta, _expit(centre - t * se))
+    high = np.where(flat, theta, _expit(centre + t * se))
+    return _scalar_or_array(low), _scalar_or_array(high)
+
+
 @dataclass(frozen=True)
 class DesignEffect:
     """How much scenario clustering inflates the variance of the win rate.
 
-    ``design_effect`` = (cluster variance of the mean: var of scenario means /
-    G) ÷ (iid variance: var of contest scores / n). ``effective_n`` = n ÷
-    design_effect: the number of independent contests the data are worth.
+    Both variances are of the same estimator, the equally weighted mean of
+    the G scenario means θ̂ = (1/G) Σ_g m_g (the headline estimand):
+
+    - cluster variance: var(m_g, ddof=1) / G (scenarios as independent draws);
+    - iid variance: s² · Σ_g (1/n_g) / G², what θ̂'s variance would be if every
+      contest were an independent trial with the pooled score variance s²
+      (ddof=1) — with equal scenario sizes this is s² / n.
+
+    ``design_effect`` = cluster ÷ iid variance. ``effective_n`` = s² ÷ cluster
+    variance: the number of independent contests whose plain mean would be
+    as precise as θ̂ (= n ÷ design_effect when scenario sizes are equal).
     Both are NaN when contest scores have no variance. A noisy estimate at
     small G; it can fall below 1 by chance.
     """
@@ -177,7 +265,9 @@ def design_effect(scores, scenarios) -> DesignEffect:
 
     ``scores``: contest scores (0, 0.5, 1; no NaN — drop error contests
     first); ``scenarios``: the scenario label of each contest. Scenario means
-    pool every contest of a scenario. Needs at least 2 scenarios.
+    pool every contest of a scenario. Needs at least 2 scenarios. See
+    :class:`DesignEffect` for the definitions (one estimator throughout, so
+    a tiny scenario inflates numerator and denominator alike).
     """
     scores = np.asarray(scores, dtype=float)
     labels = np.asarray(scenarios)
@@ -187,15 +277,19 @@ def design_effect(scores, scenarios) -> DesignEffect:
         raise ValueError("design_effect: no scored contests")
     if np.isnan(scores).any():
         raise ValueError("design_effect: scores contain NaN; drop error contests first")
+    _require_finite("design_effect", scores=scores)
+    if (scores < 0).any() or (scores > 1).any():
+        raise ValueError("design_effect: contest scores must lie in [0, 1]")
     _, codes = np.unique(labels, return_inverse=True)
     sizes = np.bincount(codes)
     means = np.bincount(codes, weights=scores) / sizes
     g, n = sizes.size, scores.size
     _scenario_matrix(means, 2, "design_effect")
-    var_iid = scores.var(ddof=1) / n if n > 1 else np.nan
+    score_var = scores.var(ddof=1) if n > 1 else np.nan
+    var_iid = score_var * (1.0 / sizes).sum() / g**2
     var_cluster = means.var(ddof=1) / g
     if not var_iid > 0:
         return DesignEffect(np.nan, np.nan, n, g)
     deff = var_cluster / var_iid
-    effective_n = n / deff if deff > 0 else np.inf
+    effective_n = score_var / var_cluster if var_cluster > 0 else np.inf
     return DesignEffect(float(deff), float(effective_n), n, g)

@@ -17,7 +17,11 @@ Every pair is classified by its two verdicts:
 - second slot both: slot B wins in both orders;
 - with tie: a tie in at least one order.
 
-Position consistency = consistent / pairs; flip rate = 1 − consistency.
+Position consistency = consistent / pairs. A *flip* is a pair whose winner
+changes with the order (first slot both or second slot both); a pair with a
+tie is not a flip. Flips and ties are reported separately (``flip_rate`` =
+flips / pairs, ``tie_rate`` = pairs with a tie / pairs), so a judge that
+always says tie has flip rate 0, tie rate 1 and consistency 0.
 First-slot bias compares first-slot-both with second-slot-both pairs with an
 exact two-sided binomial test (p = 0.5).
 
@@ -63,8 +67,10 @@ def position_consistency(judgments: pd.DataFrame) -> dict:
 
     Returns a dict of counts — n_pairs (error-free), n_errors, n_consistent,
     n_first_slot_both, n_second_slot_both, n_with_tie (these four partition
-    n_pairs) — and the shares ``consistency`` and ``flip_rate`` (NaN when no
-    error-free pair exists).
+    n_pairs), n_flips (= first + second slot both) — and the shares
+    ``consistency`` (consistent / pairs), ``flip_rate`` (flips / pairs) and
+    ``tie_rate`` (pairs with a tie / pairs); consistency + flip rate + tie
+    rate = 1. Shares are NaN when no error-free pair exists.
     """
     pairs = _pairs_one_judge(judgments)
     ok = pairs[~pairs["error"]]
@@ -74,7 +80,11 @@ def position_consistency(judgments: pd.DataFrame) -> dict:
     second = (ab == "B") & (ba == "B")
     consistent = ~with_tie & ~first & ~second
     n = len(ok)
-    consistency = float(consistent.sum() / n) if n else float("nan")
+    flips = first | second
+
+    def share(mask) -> float:
+        return float(mask.sum() / n) if n else float("nan")
+
     return {
         "n_pairs": int(n),
         "n_errors": int(pairs["error"].sum()),
@@ -82,8 +92,10 @@ def position_consistency(judgments: pd.DataFrame) -> dict:
         "n_first_slot_both": int(first.sum()),
         "n_second_slot_both": int(second.sum()),
         "n_with_tie": int(with_tie.sum()),
-        "consistency": consistency,
-        "flip_rate": 1.0 - consistency,
+        "n_flips": int(flips.sum()),
+        "consistency": share(consistent),
+        "flip_rate": share(flips),
+        "tie_rate": share(with_tie),
     }
 
 

@@ -29,16 +29,22 @@ from scipy import stats
 from .contests import check_contests, summarize_contests
 
 
-def per_run_rates(contests: pd.DataFrame) -> pd.DataFrame:
+def per_run_rates(contests: pd.DataFrame, scenario: str = "vignette_id") -> pd.DataFrame:
     """Win rate of each run, contests pooled over scenarios.
 
     Returns a DataFrame indexed by run with columns ``n`` (scored contests),
-    ``n_errors``, ``sum``, ``win_rate`` and ``n_scenarios`` (scenarios with a
-    scored contest in that run).
+    ``n_errors``, ``sum``, ``win_rate`` (pooled over the run's contests),
+    ``n_scenarios`` (scenarios with a scored contest in that run, counted in
+    the ``scenario`` column) and ``mean_of_scenarios`` (the equally weighted
+    mean of the run's scenario rates: the headline estimand, per run).
     """
+    if scenario not in contests.columns:
+        raise ValueError(f"per_run_rates: contests has no scenario column {scenario!r}")
     summary = summarize_contests(contests, "run")
     scored = contests.loc[~contests["error"].astype(bool)]
-    counts = scored.groupby("run")["vignette_id"].nunique()
+    counts = scored.groupby("run")[scenario].nunique()
+    cells = summarize_contests(contests, ["run", scenario])["win_rate"]
+    summary["mean_of_scenarios"] = cells.groupby(level="run").mean().reindex(summary.index)
     summary["n_scenarios"] = counts.reindex(summary.index).fillna(0).astype(int)
     return summary
 

@@ -32,7 +32,9 @@ class SignFlipResult:
 
     ``mean_difference`` is mean(d) in win-rate units; ``p_value`` =
     ``n_extreme / n_patterns`` (exact) or (1 + hits)/(1 + draws) (Monte
-    Carlo).
+    Carlo). ``min_p_value`` is the smallest p the test can give at this G
+    (2 / 2^G exact, 1 / (1 + draws) Monte Carlo): with G = 6 no data can
+    reach p < 1/32.
     """
 
     null: float
@@ -42,6 +44,7 @@ class SignFlipResult:
     n_patterns: int
     n_scenarios: int
     exact: bool
+    min_p_value: float = float("nan")
     statistic: str = STATISTIC
 
     def as_dict(self) -> dict:
@@ -77,6 +80,8 @@ def sign_flip_test(
         raise ValueError("sign_flip_test: expected a non-empty 1-d array of scenario means")
     if np.isnan(means).any() or np.isnan(null):
         raise ValueError("sign_flip_test: scenario means and null must not be NaN")
+    if not (np.isfinite(means).all() and np.isfinite(null)):
+        raise ValueError("sign_flip_test: scenario means and null must be finite (got inf)")
     d = means - float(null)
     g = d.size
     observed = abs(d.sum())
@@ -108,4 +113,5 @@ def sign_flip_test(
         n_patterns=n_patterns,
         n_scenarios=g,
         exact=exact,
+        min_p_value=float(2.0 / n_patterns if exact else 1.0 / (1 + n_draws)),
     )
