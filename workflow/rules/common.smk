@@ -97,7 +97,8 @@ wildcard_constraints:
 
 def get_judge_files(names):
     """The judge YAMLs (inputs, so an edited template reruns what used it)."""
-    return [str(_judge_path(n).relative_to(REPO)) for n in names]
+    folder = config["evaluation"]["judges_dir"]
+    return [str(_judge_path(n, folder)) for n in names]
 
 
 def _local_model_input(model):
@@ -110,7 +111,8 @@ def _local_model_input(model):
 
 
 def get_judge_model_inputs(names):
-    return sorted({p for n in names if _load_judge(n).backend == "transformers" for p in _local_model_input(_load_judge(n).model)})
+    specs = [_load_judge(n, config["evaluation"]["judges_dir"]) for n in names]
+    return sorted({p for s in specs if s.backend == "transformers" for p in _local_model_input(s.model)})
 
 
 def get_judge_cache_dir(name):

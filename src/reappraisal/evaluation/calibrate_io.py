@@ -27,7 +27,7 @@ from .backends import make_backend
 from .cache import ReplyCache, model_fingerprint
 from .calibration import decide, judge_calibration
 from .human_pairs import as_contests, human_pairs
-from .judge_spec import load_judge
+from .judge_spec import JUDGES_DIR, load_judge
 from .judging import judge_contests
 
 
@@ -48,7 +48,7 @@ def calibrate(targets: pd.DataFrame, vignettes: pd.DataFrame, params: dict, *, c
     scenarios = dict(zip(vignettes["vignette_id"].astype(str), vignettes["text"].astype(str)))
     numbers, tables = {}, []
     for name in cal["candidates"]:
-        spec = load_judge(name)
+        spec = load_judge(name, ev.get("judges_dir") or JUDGES_DIR)
         with ReplyCache(Path(cache_dir) / f"{name}.jsonl") as cache:
             table, _ = judge_contests(contests, scenarios, spec, run="calibration", cache=cache,
                                       fingerprint=model_fingerprint(spec.model),

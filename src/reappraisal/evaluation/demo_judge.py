@@ -29,7 +29,7 @@ import pandas as pd
 from ..atomic import atomic_dir
 from ..params import parse_params
 from .human_pairs import human_pairs
-from .judge_spec import JudgeSpec, load_judge
+from .judge_spec import JUDGES_DIR, JudgeSpec, load_judge
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
@@ -127,7 +127,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     params = parse_params(args.params)
     ev = params["evaluation"]
     cfg = {**ev["demo_judge"], "judge_train_fraction": ev["calibration"]["judge_train_fraction"]}
-    spec = load_judge(args.judge)
+    spec = load_judge(args.judge, ev.get("judges_dir") or JUDGES_DIR)
     summary = train_demo_judge(args.base_dir, pd.read_parquet(args.targets), pd.read_parquet(args.vignettes), spec,
                                cfg=cfg, dimension=params["data"]["primary_dimension"], seed=int(params["seed"]),
                                out_dir=Path(args.out))

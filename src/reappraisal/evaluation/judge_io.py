@@ -28,7 +28,7 @@ from ..stats.contests import CONTEST_KEYS
 from .backends import make_backend
 from .cache import ReplyCache, model_fingerprint
 from .draw import draw_contests
-from .judge_spec import load_judge
+from .judge_spec import JUDGES_DIR, load_judge
 from .judging import JUDGMENT_COLUMNS, consensus, judge_contests
 from .opponents import answer_pools
 from .reward_path import ensemble_judgments, grm_judgments
@@ -93,7 +93,7 @@ def judge_run(run: int, contests: pd.DataFrame, scenarios: dict[str, str], param
     ev = params["evaluation"]
     frames = []
     for name in ev["judges"]:
-        spec = load_judge(name)
+        spec = load_judge(name, ev.get("judges_dir") or JUDGES_DIR)
         fingerprint = model_fingerprint(spec.model)
         with ReplyCache(Path(cache_dir) / f"{name}.jsonl") as cache:
             table, stats = judge_contests(contests, scenarios, spec, run=run, cache=cache, fingerprint=fingerprint,

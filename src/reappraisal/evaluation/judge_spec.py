@@ -76,11 +76,15 @@ class JudgeSpec:
         return ERROR
 
     def settings(self) -> dict[str, Any]:
-        """Everything that determines a reply (the cache key's judge part; no secrets, no request tuning)."""
+        """Everything that determines a reply: the cache key's judge part.
+
+        Not in it: secrets, request tuning (timeouts, retries, concurrency)
+        and the endpoint's address (a server restarted on another port or
+        host serving the same model keeps its cache).
+        """
         return {
             "backend": self.backend,
             "model": self.model,
-            "base_url": self.base_url,
             "system": self.system,
             "user": self.user,
             "pattern": self.pattern,

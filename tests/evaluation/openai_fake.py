@@ -1,0 +1,109 @@
+"""A local imitation of an OpenAI-compatible ``/v1/chat/completions`` endpoint.
+
+A threaded stdlib HTTP server on 127.0.0.1. Every request is recorded
+(headers, JSON body, path). What it answers is decided by ``responder(body,
+n)`` (``n`` = 0-based index of the request), which returns a :class:`Reply`:
+an HTTP status, extra headers, the message content (wrapped in the
+chat-completion JSON the real API returns) or a raw body, and a delay before
+answering (to imitate latency or a server that never answers in time).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+
+@dataclass
+class Reply:
+    content: str | None = None
+    status: int = 200
+    headers: dict = field(default_factory=dict)
+    raw: bytes | None = None
+    delay: float = 0.0
+
+
+def completion_json(content: str, model: str = "fake") -> bytes:
+    return json.dumps({
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }).encode()
+
+
+_SLOT = re.compile(r"RESPONSE A:\n(.*?)\n\nRESPONSE B:\n(.*?)(?:\n\n|$)", re.S)
+
+
+def slots(body: dict) -> tuple[str, str]:
+    """The two answers in a request built from the demo judge template (RESPONSE A / RESPONSE B)."""
+    user = body["messages"][-1]["content"]
+    m = _SLOT.search(user)
+    if not m:
+        raise ValueError("request has no RESPONSE A/B slots")
+    return m.group(1), m.group(2)
+
+
+class FakeOpenAI:
+    def __init__(self, responder: Callable[[dict, int], Reply]):
+        self.responder = responder
+        self.requests: list[dict] = []
+        self._lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # keep test output quiet
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw)
+                except json.JSONDecodeError:
+                    body = {}
+                with fake._lock:
+                    n = len(fake.requests)
+                    fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                reply = fake.responder(body, n)
+                if reply.delay:
+                    time.sleep(reply.delay)
+                payload = reply.raw if reply.raw is not None else (
+                    completion_json(reply.content or "") if reply.status == 200 else b'{"error": "fake"}')
+                try:
+                    self.send_response(reply.status)
+                    for k, v in reply.headers.items():
+                        self.send_header(k, str(v))
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> "FakeOpenAI":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    @property
+    def count(self) -> int:
+        with self._lock:
+            return len(self.requests)
