@@ -32,6 +32,7 @@ JUDGES_DIR = REPO_ROOT / "workflow" / "judges"
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "judge.schema.yaml"
 SLOTS = ("{scenario}", "{answer_a}", "{answer_b}")
 ERROR = "error"
+_SLOT_RE = re.compile("|".join(re.escape(s) for s in SLOTS))
 #: Chat markers and thinking tags a reply may carry; removed before parsing.
 _MARKERS = re.compile(r"<\|[^|>]*\|>|</?think>")
 
@@ -56,9 +57,8 @@ class JudgeSpec:
 
     def messages(self, scenario: str, answer_a: str, answer_b: str) -> list[dict[str, str]]:
         """The chat messages for one order: ``answer_a`` in slot A."""
-        user = self.user
-        for slot, value in zip(SLOTS, (scenario, answer_a, answer_b)):
-            user = user.replace(slot, value)
+        values = dict(zip(SLOTS, (scenario, answer_a, answer_b)))
+        user = _SLOT_RE.sub(lambda m: values[m.group(0)], self.user)  # one pass: inserted text is never re-read
         msgs = [{"role": "system", "content": self.system}] if self.system else []
         return [*msgs, {"role": "user", "content": user}]
 
