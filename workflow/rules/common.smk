@@ -68,8 +68,42 @@ def get_final_output():
     return ["results/report.html"]
 
 
+def _report_entries():
+    """REPORT_INPUTS, plus the summary's tables and claims once a rule named `summarize` exists.
+
+    An entry is a path, or {"path", "kind", "arm"?, "input"?}: "kind" says what the file is
+    (the report and the model cards read kinds, never parse names); "input" is what the rule
+    depends on when "path" lies inside a directory output (index.json inside results/tables/).
+    """
+    entries = dict(REPORT_INPUTS)
+    if "summarize" in {r.name for r in workflow.rules}:
+        for out in map(str, rules.summarize.output):
+            if out.endswith("claims.json"):
+                spec = {"path": out, "kind": "claims"}
+            elif out.endswith("index.json"):
+                spec = {"path": out, "kind": "tables_index"}
+            elif not Path(out).suffix:  # a directory of tables
+                spec = {"path": f"{out.rstrip('/')}/index.json", "kind": "tables_index", "input": out}
+            else:
+                continue
+            # One entry per file, whatever name a rule file registered it under.
+            entries = {k: v for k, v in entries.items() if _report_path(v) != spec["path"]}
+            entries[spec["kind"]] = spec
+    return entries
+
+
+def _report_path(spec):
+    return spec["path"] if isinstance(spec, dict) else spec
+
+
 def get_report_inputs(wildcards=None):
-    return dict(REPORT_INPUTS)
+    """The report's inputs: name -> the file or directory the rule depends on."""
+    return {k: (v.get("input", v["path"]) if isinstance(v, dict) else v) for k, v in _report_entries().items()}
+
+
+def get_report_manifest():
+    """The report's --inputs: name -> path or {path, kind, arm} (JSON)."""
+    return json.dumps(_report_entries(), sort_keys=True)
 
 
 def get_bundled_files():
@@ -103,7 +137,7 @@ def get_judge_files(names):
 
 def _local_model_input(model):
     """The workflow output a local model path comes from (a base model: the base MANIFEST); [] for hub ids."""
-    if model.startswith(MODELS_BASE):
+    if model.rstrip("/") in {MODELS_BASE + role for role in ("reward", "grm", "policy", "judge")}:
         return ["results/models/base/MANIFEST.json"]
     if model.startswith("results/"):
         return [model]

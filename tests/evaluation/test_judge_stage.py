@@ -1,0 +1,124 @@
+"""The judge stage's command line: a run judged end to end, and bad inputs as one line with no output left."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from reappraisal.cli import main
+from reappraisal.stats.contests import CONTEST_COLUMNS
+
+from .helpers import demo_params, write_judge
+from .openai_fake import FakeOpenAI, Reply, slots
+
+N_ANSWERS = 3
+
+
+def _world(tmp_path, base_url, *, judge_overrides=None, opponents=None, api_key_env=None):
+    judges = tmp_path / "judges"
+    spec = {"backend": "openai", "model": "fake-model", "base_url": base_url, "api_key_env": api_key_env,
+            "request": {"timeout_s": 0.5, "max_retries": 1, "backoff_s": 0.01, "max_backoff_s": 1, "concurrency": 4}}
+    write_judge(judges, "fake-judge", **{**spec, **(judge_overrides or {})})
+    vignettes = pd.DataFrame({"vignette_id": ["v1", "v2", "o1"], "pool": ["train", "train", "ood"],
+                              "text": ["Scenario one.", "Scenario two.", "Scenario three."], "emotion": "anger"})
+    targets = pd.DataFrame([
+        {"reappraisal_id": f"g-{v}-{i}", "vignette_id": v, "author_type": "gpt4", "split": "heldout",
+         "text": f"reference {v} {i}"} for v in ("v1", "v2") for i in range(2)])
+    gen = tmp_path / "run1" / "generations"
+    gen.mkdir(parents=True)
+    pd.DataFrame([{"run": 1, "arm": "committee", "vignette_id": v, "pool": p, "sample": k,
+                   "answer_id": f"committee|run1|{v}|{k}", "answer": f"GOOD {v} {k}"}
+                  for v, p in (("v1", "train"), ("v2", "train"), ("o1", "ood")) for k in range(N_ANSWERS)]
+                 ).to_parquet(gen / "committee.parquet")
+    vignettes.to_parquet(tmp_path / "vignettes.parquet")
+    targets.to_parquet(tmp_path / "targets.parquet")
+    params = demo_params(arms=["committee"], head_to_head=[], judges=["fake-judge"], headline_judge="fake-judge",
+                         judges_dir=str(judges), reward_path={"enabled": False, "opponents": None},
+                         opponents=opponents or {"gpt-4-0314": {"source": "answers", "author_type": "gpt4",
+                                                                "pools": ["train"]}})
+    (tmp_path / "params.json").write_text(json.dumps(params))
+    (tmp_path / "calibration.json").write_text(json.dumps(
+        {"decision": {"verdicts": {"fake-judge": {"passed": True}}, "accepted_weak": False}}))
+    out = {"judgments": tmp_path / "out" / "judgments.parquet", "contests": tmp_path / "out" / "contests.parquet"}
+    argv = ["judge", "--run", "1", "--generations-dir", str(gen), "--targets", str(tmp_path / "targets.parquet"),
+            "--vignettes", str(tmp_path / "vignettes.parquet"), "--calibration", str(tmp_path / "calibration.json"),
+            "--cache-dir", str(tmp_path / "cache"), "--judgments", str(out["judgments"]),
+            "--contests", str(out["contests"]), "--params", f"@{tmp_path / 'params.json'}"]
+    return argv, out
+
+
+def picks_better(body, n):
+    a, _ = slots(body)
+    return Reply("VERDICT: A" if a.startswith("GOOD") else "VERDICT: B")
+
+
+def test_a_run_is_judged_end_to_end_through_the_command(tmp_path):
+    with FakeOpenAI(picks_better) as srv:
+        argv, out = _world(tmp_path, srv.base_url)
+        assert main(argv) == 0
+        assert srv.count == 2 * 2 * N_ANSWERS  # 2 train scenarios x N answers x both orders
+        contests = pd.read_parquet(out["contests"])
+        judgments = pd.read_parquet(out["judgments"])
+        assert main(argv) == 0 and srv.count == 2 * 2 * N_ANSWERS  # rerun: all cached
+    assert set(CONTEST_COLUMNS) <= set(contests.columns)
+    assert len(contests) == 2 * N_ANSWERS and (contests["score"] == 1.0).all()
+    assert set(contests["pool"]) == {"train"} and set(contests["judge_kind"]) == {"heldout"}
+    assert len(judgments) == 2 * len(contests) and set(judgments["order"]) == {"AB", "BA"}
+    assert judgments["raw"].str.startswith("VERDICT").all()
+
+
+def _fails(argv, out, capfd, *needles):
+    code = main(argv)
+    err = capfd.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len([line for line in err if line.startswith("error:")]) == 1
+    line = next(line for line in err if line.startswith("error:"))
+    for needle in needles:
+        assert needle in line, line
+    assert not out["judgments"].exists() and not out["contests"].exists()
+    assert not list(out["judgments"].parent.glob(".*")) if out["judgments"].parent.exists() else True
+
+
+def test_an_opponent_with_no_answer_for_a_scenario(tmp_path, capfd):
+    opponents = {"gpt-4-0314": {"source": "answers", "author_type": "gpt4", "pools": ["train", "ood"]}}
+    argv, out = _world(tmp_path, "http://127.0.0.1:9/v1", opponents=opponents)
+    _fails(argv, out, capfd, "no answer for scenario 'o1'", "evaluation.opponents.gpt-4-0314")
+
+
+def test_a_judge_template_without_an_answer_slot(tmp_path, capfd):
+    argv, out = _world(tmp_path, "http://127.0.0.1:9/v1",
+                       judge_overrides={"template": {"user": "{scenario}\n{answer_a}\nWhich?"}})
+    _fails(argv, out, capfd, "fake-judge.yaml", "{answer_b}")
+
+
+def test_an_unknown_backend(tmp_path, capfd):
+    argv, out = _world(tmp_path, "http://127.0.0.1:9/v1", judge_overrides={"backend": "telepathy"})
+    _fails(argv, out, capfd, "fake-judge.yaml", "backend: 'telepathy'")
+
+
+def test_an_endpoint_that_never_answers(tmp_path, capfd):
+    with FakeOpenAI(lambda body, n: Reply("VERDICT: A", delay=2.0)) as srv:
+        argv, out = _world(tmp_path, srv.base_url)
+        _fails(argv, out, capfd, "call(s) to judge 'fake-judge' failed", "no answer within 0.5 s", "rerun")
+
+
+def test_an_api_key_variable_that_is_not_set(tmp_path, capfd, monkeypatch):
+    monkeypatch.delenv("UNSET_KEY_FOR_TEST", raising=False)
+    argv, out = _world(tmp_path, "http://127.0.0.1:9/v1", api_key_env="UNSET_KEY_FOR_TEST")
+    _fails(argv, out, capfd, "UNSET_KEY_FOR_TEST", "not set")
+
+
+def test_a_judge_that_failed_calibration_is_refused(tmp_path, capfd):
+    argv, out = _world(tmp_path, "http://127.0.0.1:9/v1")
+    (tmp_path / "calibration.json").write_text(json.dumps(
+        {"decision": {"verdicts": {"fake-judge": {"passed": False}}, "accepted_weak": False}}))
+    _fails(argv, out, capfd, "did not pass calibration")
+
+
+@pytest.mark.parametrize("missing", ["committee"])
+def test_missing_generations(tmp_path, capfd, missing):
+    argv, out = _world(tmp_path, "http://127.0.0.1:9/v1")
+    (tmp_path / "run1" / "generations" / f"{missing}.parquet").unlink()
+    _fails(argv, out, capfd, "no generations for ['committee']")
