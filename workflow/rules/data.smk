@@ -8,7 +8,7 @@ rule fetch_data:
         files=directory("data/raw/files"),
         manifest="data/raw/MANIFEST.json",
     params:
-        cfg=lambda w: section("data"),
+        cfg=lambda w: section_file("data"),
     log:
         "logs/fetch_data.log",
     conda:
@@ -26,14 +26,15 @@ rule ingest:
         vignettes="data/interim/vignettes.parquet",
         reappraisals="data/interim/reappraisals.parquet",
         ratings="data/interim/ratings.parquet",
+        checks="results/checks/ingest.json",
     params:
-        cfg=lambda w: section("data"),
+        cfg=lambda w: section_file("data"),
     log:
         "logs/ingest.log",
     conda:
         "../../envs/data.yaml"
     shell:
-        "python -m reappraisal ingest --raw-dir {input.files} --out-dir data/interim"
+        "python -m reappraisal ingest --raw-dir {input.files} --out-dir data/interim --checks {output.checks}"
         " --params {params.cfg:q} 2>&1 | tee {log}"
 
 
@@ -44,7 +45,7 @@ rule normalize_ratings:
         ratings_z="data/processed/ratings_z.parquet",
         summary="results/checks/normalize.json",
     params:
-        cfg=lambda w: section("data", "normalize"),
+        cfg=lambda w: section_file("data", "normalize"),
     log:
         "logs/normalize_ratings.log",
     conda:
@@ -64,7 +65,7 @@ rule split_reappraisals:
         pairs="data/processed/pairs.parquet",
         summary="results/checks/split.json",
     params:
-        cfg=lambda w: section("data", "split"),
+        cfg=lambda w: section_file("data", "split"),
     log:
         "logs/split_reappraisals.log",
     conda:
@@ -83,7 +84,7 @@ rule check_leakage:
     output:
         report="results/checks/leakage.json",
     params:
-        cfg=lambda w: section("leakage"),
+        cfg=lambda w: section_file("leakage"),
     log:
         "logs/check_leakage.log",
     conda:
@@ -94,6 +95,7 @@ rule check_leakage:
         " --params {params.cfg:q} 2>&1 | tee {log}"
 
 
+REPORT_INPUTS["ingest"] = "results/checks/ingest.json"
 REPORT_INPUTS["normalize"] = "results/checks/normalize.json"
 REPORT_INPUTS["split"] = "results/checks/split.json"
 REPORT_INPUTS["leakage"] = "results/checks/leakage.json"

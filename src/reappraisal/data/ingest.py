@@ -1,72 +1,37 @@
-"""Raw export files -> canonical tables, driven by a declared column mapping.
+"""Raw export files -> canonical tables, driven by the declared mapping alone.
 
 The real OSF layout is not known in advance, so nothing here names a file or
-a column: ``data.ingest`` in the config lists, per canonical table, sources
-(a glob under the raw folder, the columns that hold each canonical field,
-constants such as the study id, and for ratings the wide dimension columns to
-melt into long format and the declared rating scale). Every problem is
-reported as one line naming the file and line, or the config key.
+a column: ``data.ingest`` in the config lists, per canonical table, sources.
+A source names its files (a glob under the raw folder) and how to read them
+(:mod:`reappraisal.data.sources`), which rows to keep and which cells are
+missing codes, the column (or derivation) of each canonical field
+(:mod:`reappraisal.data.mapping`), constants (study, author type, pool,
+emotion), and for ratings the layout to reshape (:mod:`reappraisal.data.reshape`).
+Scenarios or reappraisals repeated on other rows are collapsed with
+``distinct: true``. Every problem is one line naming the file and line (or
+column), or the config key; nothing is written unless everything is valid.
+The counts of what was read, filtered and left blank go to a checks file.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import io
+import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
 from ..atomic import atomic_path
-from ..params import parse_params
 from ..errors import ConfigError, DataValidationError
-from .tables import POOLS, RATINGS, REAPPRAISALS, VIGNETTES, strip_origin, validate_table, where
+from ..params import parse_params
+from .mapping import SourceView, collapse_distinct
+from .reshape import check_rating_source, reshape_ratings
+from .sources import read_source_file
+from .tables import HUMAN, POOLS, RATINGS, REAPPRAISALS, VIGNETTES, strip_origin, validate_table, where
 
-HEADER_LINES = 1  # CSV line numbers: header is line 1, first data row is line 2
-
-
-def read_source_file(path: Path, fmt: str, raw_dir: Path) -> pd.DataFrame:
-    """Read one raw file as strings, with ``_file`` / ``_line`` origin columns."""
-    rel = str(path.relative_to(raw_dir)) if path.is_relative_to(raw_dir) else str(path)
-    if fmt == "parquet":
-        try:
-            df = pd.read_parquet(path)
-        except Exception as exc:  # pyarrow raises several types for corrupt files
-            raise DataValidationError(f"not a readable Parquet file ({exc.__class__.__name__})", where=rel) from None
-        df = df.astype("string")
-        df["_line"] = range(1, len(df) + 1)
-    else:
-        data = path.read_bytes()
-        if not data.strip():
-            raise DataValidationError("file is empty", where=rel)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = data[: exc.start].count(b"\n") + 1
-            raise DataValidationError(f"invalid UTF-8 (byte {exc.start})", where=f"{rel}, line {line}") from None
-        if text.startswith("\ufeff"):
-            text = text[1:]
-        try:
-            df = pd.read_csv(
-                io.StringIO(text),
-                sep="\t" if fmt == "tsv" else ",",
-                dtype=str,
-                keep_default_na=False,
-                on_bad_lines="error",
-                engine="python",
-            )
-        except pd.errors.EmptyDataError:
-            raise DataValidationError("file is empty", where=rel) from None
-        except (pd.errors.ParserError, csv.Error) as exc:
-            raise DataValidationError(f"malformed {fmt.upper()} ({_first_line(exc)})", where=rel) from None
-        df["_line"] = range(HEADER_LINES + 1, HEADER_LINES + 1 + len(df))
-    df["_file"] = rel
-    return df
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+#: Training scenarios need this many human reappraisals: one for train, one for validation.
+MIN_HUMAN_PER_TRAINING_SCENARIO = 2
 
 
 def _resolve_files(raw_dir: Path, pattern: str, key: str) -> list[Path]:
@@ -78,40 +43,43 @@ def _resolve_files(raw_dir: Path, pattern: str, key: str) -> list[Path]:
     return files
 
 
-def _take_columns(df: pd.DataFrame, columns: Mapping[str, str], key: str) -> pd.DataFrame:
-    src = df["_file"].iloc[0] if len(df) else "?"
-    missing = [col for col in columns.values() if col not in df.columns]
-    if missing:
-        avail = [c for c in df.columns if not c.startswith("_")]
-        raise DataValidationError(
-            f"missing column(s) {missing} declared in config key '{key}.columns' (file has {avail})", where=src
-        )
-    out = pd.DataFrame({canon: df[col] for canon, col in columns.items()})
-    out["_file"] = df["_file"]
-    out["_line"] = df["_line"]
+def _views(raw_dir: Path, sources: Sequence[Mapping[str, Any]], table: str) -> list[tuple[str, Mapping[str, Any], list[SourceView]]]:
+    """Per declared source: its config key, declaration, and one filtered view per matching file."""
+    if not sources:
+        raise ConfigError(f"no {table} source declared", where=f"config key 'data.ingest.{table}'")
+    out = []
+    for i, source in enumerate(sources):
+        key = f"data.ingest.{table}[{i}]"
+        views = [SourceView(read_source_file(p, source, raw_dir, key), source, key) for p in _resolve_files(raw_dir, source["files"], key)]
+        out.append((key, source, views))
     return out
 
 
-def _load(raw_dir: Path, sources: Sequence[Mapping[str, Any]], table: str) -> list[tuple[str, Mapping[str, Any], pd.DataFrame]]:
-    loaded = []
-    for i, source in enumerate(sources):
-        key = f"data.ingest.{table}[{i}]"
-        for path in _resolve_files(raw_dir, source["files"], key):
-            loaded.append((key, source, read_source_file(path, source.get("format", "csv"), raw_dir)))
-    return loaded
+def _fields(source: Mapping[str, Any], view: SourceView, key: str, id_col: str) -> pd.DataFrame:
+    if "columns" not in source or id_col not in source["columns"]:
+        raise ConfigError(f"declare columns.{id_col}", where=f"config key '{key}.columns'")
+    return view.fields(source["columns"], f"{key}.columns")
 
 
-def ingest_vignettes(raw_dir: Path, sources) -> pd.DataFrame:
+def _collapse(source: Mapping[str, Any], parts: list[pd.DataFrame], id_col: str, what: str) -> list[pd.DataFrame]:
+    if not source.get("distinct"):
+        return parts
+    return [collapse_distinct(pd.concat(parts, ignore_index=True), id_col, what)]
+
+
+def ingest_vignettes(raw_dir: Path, sources, counts: list[dict]) -> pd.DataFrame:
     frames = []
-    for key, source, df in _load(raw_dir, sources, "vignettes"):
-        part = _take_columns(df, source["columns"], key)
-        if "pool" not in part.columns:
-            part["pool"] = source.get("pool", "train")
-        if "emotion" not in part.columns:
-            part["emotion"] = ""
-        frames.append(part)
-    if not frames:
-        raise ConfigError("no vignette source declared", where="config key 'data.ingest.vignettes'")
+    for key, source, views in _views(raw_dir, sources, "vignettes"):
+        parts = []
+        for view in views:
+            part = _fields(source, view, key, "vignette_id")
+            if "pool" not in part.columns:
+                part["pool"] = source.get("pool", "train")
+            if "emotion" not in part.columns:
+                part["emotion"] = source.get("emotion", "")
+            parts.append(part)
+            counts.append(view.counts)
+        frames += _collapse(source, parts, "vignette_id", "scenario")
     df = validate_table(pd.concat(frames, ignore_index=True), VIGNETTES)
     bad = ~df["pool"].isin(POOLS)
     if bad.any():
@@ -120,60 +88,64 @@ def ingest_vignettes(raw_dir: Path, sources) -> pd.DataFrame:
     return df
 
 
-def ingest_reappraisals(raw_dir: Path, sources) -> pd.DataFrame:
+def ingest_reappraisals(raw_dir: Path, sources, counts: list[dict]) -> pd.DataFrame:
     frames = []
-    for key, source, df in _load(raw_dir, sources, "reappraisals"):
-        columns = dict(source["columns"])
-        if "author_type_column" in source:
-            columns["author_type"] = source["author_type_column"]
-        part = _take_columns(df, columns, key)
-        if "author_type" not in part.columns:
-            if "author_type" not in source:
-                raise ConfigError("declare author_type or author_type_column", where=f"config key '{key}'")
-            part["author_type"] = source["author_type"]
-        if "study" not in part.columns:
-            part["study"] = source.get("study", "")
-        frames.append(part)
-    if not frames:
-        raise ConfigError("no reappraisal source declared", where="config key 'data.ingest.reappraisals'")
+    for key, source, views in _views(raw_dir, sources, "reappraisals"):
+        if "author_type_column" not in source and "author_type" not in source:
+            raise ConfigError("declare author_type or author_type_column", where=f"config key '{key}'")
+        parts = []
+        for view in views:
+            part = _fields(source, view, key, "reappraisal_id")
+            if "author_type_column" in source:
+                part["author_type"] = view.column(source["author_type_column"], f"{key}.author_type_column")
+            else:
+                part["author_type"] = source["author_type"]
+            if "study" not in part.columns:
+                part["study"] = source.get("study", "")
+            parts.append(part)
+            counts.append(view.counts)
+        frames += _collapse(source, parts, "reappraisal_id", "reappraisal")
     return validate_table(pd.concat(frames, ignore_index=True), REAPPRAISALS)
 
 
-def ingest_ratings(raw_dir: Path, sources, dimensions: Sequence[str]) -> pd.DataFrame:
+def _where_cell(row: pd.Series) -> str:
+    return f"{row['_file']}, line {int(row['_line'])}, column {row['_column']!r}"
+
+
+def ingest_ratings(raw_dir: Path, sources, dimensions: Sequence[str], counts: list[dict]) -> pd.DataFrame:
     frames = []
-    for key, source, df in _load(raw_dir, sources, "ratings"):
-        unknown = [d for d in source["dimensions"] if d not in dimensions]
-        if unknown:
-            raise ConfigError(f"dimension(s) {unknown} not in data.dimensions {list(dimensions)}", where=f"config key '{key}.dimensions'")
+    for i, source in enumerate(sources or []):
+        key = f"data.ingest.ratings[{i}]"
+        check_rating_source(source, key, dimensions)  # before reading: a mapping error names the key, not a file
+        if "scale" not in source:
+            raise ConfigError("declare scale: [low, high]", where=f"config key '{key}.scale'")
         lo, hi = source["scale"]
         if lo >= hi:
             raise ConfigError(f"scale {source['scale']} must be [low, high] with low < high", where=f"config key '{key}.scale'")
-        wide = _take_columns(df, {**source["columns"], **{f"dim:{d}": c for d, c in source["dimensions"].items()}}, key)
-        if "study" not in wide.columns:
-            wide["study"] = source.get("study", "")
-        id_cols = ["study", "rater_id", "reappraisal_id", "_file", "_line"]
-        long = wide.melt(id_vars=id_cols, var_name="dimension", value_name="rating")
-        long["dimension"] = long["dimension"].str.removeprefix("dim:")
-        # Blank cells are missing ratings (a rater may skip a dimension), not errors.
-        long = long[long["rating"].astype(str).str.strip() != ""].copy()
-        numeric = pd.to_numeric(long["rating"], errors="coerce")
-        if numeric.isna().any():
-            row = long.loc[numeric.isna().idxmax()]
-            raise DataValidationError(
-                f"rating for {row['dimension']!r} must be a number, got {row['rating']!r}", where=where(row, "ratings")
-            )
-        out_of_scale = (numeric < lo) | (numeric > hi)
-        if out_of_scale.any():
-            row = long.loc[out_of_scale.idxmax()]
-            raise DataValidationError(
-                f"rating {row['rating']} for {row['dimension']!r} is outside the declared scale [{lo}, {hi}]",
-                where=where(row, "ratings"),
-            )
-        long["rating"] = numeric
-        frames.append(long)
-    if not frames:
-        raise ConfigError("no rating source declared", where="config key 'data.ingest.ratings'")
-    df = pd.concat(frames, ignore_index=True).sort_values(["_file", "_line", "dimension"], kind="stable")
+    for key, source, views in _views(raw_dir, sources, "ratings"):
+        lo, hi = source["scale"]
+        for view in views:
+            long = reshape_ratings(view, dimensions).copy()
+            counts.append(view.counts)
+            numeric = pd.to_numeric(long["rating"].astype(str).str.strip(), errors="coerce")
+            if numeric.isna().any():
+                row = long.loc[numeric.isna().idxmax()]
+                raise DataValidationError(
+                    f"rating for {row['dimension']!r} must be a number, got {row['rating']!r}"
+                    f" (declare missing-value codes in config key '{key}.missing_values')",
+                    where=_where_cell(row),
+                )
+            out_of_scale = (numeric < lo) | (numeric > hi)
+            if out_of_scale.any():
+                row = long.loc[out_of_scale.idxmax()]
+                raise DataValidationError(
+                    f"rating {row['rating']} for {row['dimension']!r} is outside the declared scale [{lo}, {hi}]"
+                    f" (config key '{key}.scale')",
+                    where=_where_cell(row),
+                )
+            long["rating"] = numeric
+            frames.append(long)
+    df = pd.concat(frames, ignore_index=True).sort_values(["_file", "_line", "_order"], kind="stable")
     return validate_table(df, RATINGS)
 
 
@@ -189,25 +161,60 @@ def check_references(vignettes: pd.DataFrame, reappraisals: pd.DataFrame, rating
         raise DataValidationError(f"rating of unknown reappraisal id {row['reappraisal_id']!r}", where=where(row, "ratings"))
 
 
-def ingest(raw_dir: str | Path, data_cfg: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
-    """Read and validate all declared sources; return the three canonical tables."""
+def check_training_scenarios(vignettes: pd.DataFrame, reappraisals: pd.DataFrame) -> None:
+    """Every training scenario has enough human reappraisals to appear in train and validation."""
+    human = reappraisals[reappraisals["author_type"] == HUMAN].groupby("vignette_id").size()
+    for _, row in vignettes[vignettes["pool"] == "train"].iterrows():
+        n = int(human.get(row["vignette_id"], 0))
+        if n < MIN_HUMAN_PER_TRAINING_SCENARIO:
+            raise DataValidationError(
+                f"training scenario {row['vignette_id']!r} has {n} human reappraisal(s) in the reappraisal sources; "
+                f"at least {MIN_HUMAN_PER_TRAINING_SCENARIO} are needed (one for train, one for validation), "
+                "or give it pool 'ood'",
+                where=where(row, "vignettes"),
+            )
+
+
+def ingest_with_counts(raw_dir: str | Path, data_cfg: Mapping[str, Any]) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+    """Read and validate all declared sources: the three canonical tables and the ingest checks."""
     raw_dir = Path(raw_dir)
     if not raw_dir.is_dir():
         raise DataValidationError("raw data folder does not exist (run fetch_data first)", where=str(raw_dir))
-    mapping = data_cfg["ingest"]
-    vignettes = ingest_vignettes(raw_dir, mapping["vignettes"])
-    reappraisals = ingest_reappraisals(raw_dir, mapping["reappraisals"])
-    ratings = ingest_ratings(raw_dir, mapping["ratings"], data_cfg["dimensions"])
+    mapping = data_cfg.get("ingest") or {}
+    counts: dict[str, list[dict]] = {"vignettes": [], "reappraisals": [], "ratings": []}
+    vignettes = ingest_vignettes(raw_dir, mapping.get("vignettes"), counts["vignettes"])
+    reappraisals = ingest_reappraisals(raw_dir, mapping.get("reappraisals"), counts["reappraisals"])
+    ratings = ingest_ratings(raw_dir, mapping.get("ratings"), data_cfg["dimensions"], counts["ratings"])
     check_references(vignettes, reappraisals, ratings)
-    return {
+    check_training_scenarios(vignettes, reappraisals)
+    tables = {
         "vignettes": strip_origin(vignettes, VIGNETTES),
         "reappraisals": strip_origin(reappraisals, REAPPRAISALS),
         "ratings": strip_origin(ratings, RATINGS),
     }
+    return tables, ingest_checks(tables, counts)
 
 
-def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | Path) -> None:
-    """Write all tables or none: each goes to a temp file, renamed only when all are written."""
+def ingest(raw_dir: str | Path, data_cfg: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
+    """The three canonical tables (see :func:`ingest_with_counts`)."""
+    return ingest_with_counts(raw_dir, data_cfg)[0]
+
+
+def ingest_checks(tables: Mapping[str, pd.DataFrame], counts: Mapping[str, list[dict]]) -> dict[str, Any]:
+    """What was read, kept by filters, read as missing codes and left blank, per file of each source."""
+    sources = [c for table in ("vignettes", "reappraisals", "ratings") for c in counts[table]]
+    ratings = counts["ratings"]
+    return {
+        "rows": {name: int(len(df)) for name, df in tables.items()},
+        "blank_rating_cells": int(sum(c.get("blank_rating_cells", 0) for c in ratings)),
+        "missing_code_cells": int(sum(c["missing_code_cells"] for c in sources)),
+        "rows_dropped_by_filters": int(sum(c["rows_read"] - c["rows_kept_by_filters"] for c in sources)),
+        "sources": sources,
+    }
+
+
+def write_outputs(tables: Mapping[str, pd.DataFrame], out_dir: str | Path, checks: Mapping[str, Any] | None = None, checks_path: str | Path | None = None) -> None:
+    """Write all tables (and the checks file) or none: temp files, renamed only when all are written."""
     out_dir = Path(out_dir)
     with atomic_path(out_dir / "vignettes.parquet") as v, atomic_path(out_dir / "reappraisals.parquet") as r, atomic_path(
         out_dir / "ratings.parquet"
@@ -215,17 +222,23 @@ def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | Path) -> Non
         tables["vignettes"].to_parquet(v, index=False)
         tables["reappraisals"].to_parquet(r, index=False)
         tables["ratings"].to_parquet(t, index=False)
+        if checks_path is not None:
+            with atomic_path(checks_path, suffix=".json") as c:
+                c.write_text(json.dumps(checks, indent=2, sort_keys=True) + "\n")
 
 
 def cli_main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(prog="reappraisal ingest", description=__doc__.splitlines()[0])
     ap.add_argument("--raw-dir", required=True)
     ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--checks", help="JSON file for the counts (rows read, filtered, blank rating cells, ...)")
     ap.add_argument("--params", required=True, help="JSON with the `data` config section")
     args = ap.parse_args(argv)
     cfg = parse_params(args.params)
-    tables = ingest(args.raw_dir, cfg["data"])
-    write_tables(tables, args.out_dir)
-    counts = {k: len(v) for k, v in tables.items()}
-    print(f"ingest: {counts}")
+    tables, checks = ingest_with_counts(args.raw_dir, cfg["data"])
+    write_outputs(tables, args.out_dir, checks, args.checks)
+    print(
+        f"ingest: {checks['rows']}; blank rating cells {checks['blank_rating_cells']}, "
+        f"missing-code cells {checks['missing_code_cells']}, rows dropped by filters {checks['rows_dropped_by_filters']}"
+    )
     return 0

@@ -42,6 +42,8 @@ RATINGS = TableSchema(
 )
 
 POOLS = ("train", "ood")
+#: author_type of reappraisals written by study participants (everything else is held out of training).
+HUMAN = "human"
 
 
 def where(row: pd.Series | None, table: str) -> str:

@@ -1,0 +1,144 @@
+"""A source's declared mapping applied to its raw table: filters, missing-value codes, fields.
+
+A *field* of a canonical table comes from the file as declared in the
+source's ``columns``:
+
+- ``"name"``: the column ``name``;
+- ``{join: [a, b], sep: " "}``: text built from several columns (blank parts skipped);
+- ``{hash: [a, ...], prefix: "r_"}``: an id the file lacks, derived from columns
+  (see :mod:`reappraisal.data.ids`), stable across reruns and row order;
+- ``{row_number: true, prefix: "p"}``: an id from the record's line in the file.
+
+``filters`` keep rows (e.g. finished responses, no attention-check items) and
+are counted; ``missing_values`` are codes (``NA``, ``-99``) read as blank
+cells and counted. Nothing is guessed: an unknown column, a filter that keeps
+nothing, or an id derived from a blank value is an error naming the file,
+line or config key.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import pandas as pd
+
+from ..errors import ConfigError, DataValidationError
+from .ids import hashed_ids, row_number_ids
+from .sources import RawTable
+
+FILTER_OPS = ("equals", "not_equals", "in", "not_in")
+
+
+def as_text(value: Any) -> str:
+    """A config value compared with file cells (which are text): YAML 1 is "1", true is "True"."""
+    return str(value).strip()
+
+
+class SourceView:
+    """One file of one declared source, after its filters, with its counts."""
+
+    def __init__(self, raw: RawTable, source: Mapping[str, Any], key: str):
+        self.raw = raw
+        self.source = source
+        self.key = key
+        self.missing = {as_text(v) for v in source.get("missing_values", [])}
+        self.counts: dict[str, Any] = {"key": key, "file": raw.path, "rows_read": len(raw.frame)}
+        self.frame = self._filtered(raw.frame)
+        self.counts["rows_kept_by_filters"] = len(self.frame)
+        self.counts["missing_code_cells"] = 0
+        self._coded: dict[str, int] = {}
+
+    @property
+    def path(self) -> str:
+        return self.raw.path
+
+    def _filtered(self, frame: pd.DataFrame) -> pd.DataFrame:
+        keep = pd.Series(True, index=frame.index)
+        for i, flt in enumerate(self.source.get("filters", [])):
+            fkey = f"{self.key}.filters[{i}]"
+            ops = [op for op in FILTER_OPS if op in flt]
+            if "column" not in flt or len(ops) != 1:
+                raise ConfigError(f"a filter names one column and exactly one of {list(FILTER_OPS)}", where=f"config key '{fkey}'")
+            op = ops[0]
+            values = self.raw.column(flt["column"], f"{fkey}.column").astype(str).str.strip()
+            wanted = [as_text(v) for v in (flt[op] if op in ("in", "not_in") else [flt[op]])]
+            hit = values.isin(wanted)
+            this = hit if op in ("equals", "in") else ~hit
+            if not (keep & this).any():
+                seen = sorted(values[keep].unique().tolist())[:8]
+                raise ConfigError(
+                    f"filter on column {flt['column']!r} keeps no row of {self.path} (values there: {seen})",
+                    where=f"config key '{fkey}'",
+                )
+            keep &= this
+        return frame[keep]
+
+    def column(self, name: str, key: str) -> pd.Series:
+        """Cells of column ``name`` as stripped-of-nothing strings, declared missing codes blanked (and counted)."""
+        values = self.raw.column(name, key).loc[self.frame.index].astype(str)
+        if self.missing:
+            coded = values.str.strip().isin(self.missing)
+            self._coded[name] = int(coded.sum())  # per column: a column read twice counts once
+            self.counts["missing_code_cells"] = sum(self._coded.values())
+            values = values.mask(coded, "")
+        return values
+
+    def field(self, spec: Any, key: str) -> pd.Series:
+        """The canonical field declared by ``spec`` (config key ``key``)."""
+        if isinstance(spec, str):
+            return self.column(spec, key)
+        if isinstance(spec, Mapping) and "join" in spec:
+            parts = [self.column(c, f"{key}.join") for c in _names(spec["join"], f"{key}.join")]
+            sep = spec.get("sep", " ")
+            stripped = pd.concat([p.str.strip() for p in parts], axis=1)
+            return stripped.apply(lambda row: sep.join(v for v in row if v), axis=1).astype(object)
+        if isinstance(spec, Mapping) and "hash" in spec:
+            names = _names(spec["hash"], f"{key}.hash")
+            parts = [self.column(c, f"{key}.hash") for c in names]
+            for name, part in zip(names, parts):
+                blank = part.str.strip() == ""
+                if blank.any():
+                    line = int(self.frame.loc[blank.idxmax(), "_line"])
+                    raise DataValidationError(
+                        f"cannot derive an id (config key '{key}') from the blank cell in column {name!r}",
+                        where=f"{self.path}, line {line}",
+                    )
+            return pd.Series(hashed_ids(parts, spec.get("prefix", "")), index=self.frame.index, dtype=object)
+        if isinstance(spec, Mapping) and spec.get("row_number") is True:
+            return pd.Series(row_number_ids(self.frame["_line"], spec.get("prefix", "")), index=self.frame.index, dtype=object)
+        raise ConfigError(
+            "a field is a column name, {join: [...]}, {hash: [...]} or {row_number: true}", where=f"config key '{key}'"
+        )
+
+    def fields(self, specs: Mapping[str, Any], key: str) -> pd.DataFrame:
+        """The declared canonical fields side by side, with ``_file`` / ``_line``."""
+        out = pd.DataFrame({canon: self.field(spec, f"{key}.{canon}") for canon, spec in specs.items()}, index=self.frame.index)
+        out["_file"] = self.frame["_file"]
+        out["_line"] = self.frame["_line"]
+        return out
+
+
+def _names(value: Any, key: str) -> list[str]:
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise ConfigError("must be a non-empty list of column names", where=f"config key '{key}'")
+    return value
+
+
+def collapse_distinct(df: pd.DataFrame, id_col: str, table: str) -> pd.DataFrame:
+    """One row per ``id_col`` from rows that repeat it (e.g. scenarios repeated on reappraisal rows).
+
+    Repeats must agree on every other field; the first row (and its line) is kept.
+    """
+    fields = [c for c in df.columns if not c.startswith("_") and c != id_col]
+    first = df.drop_duplicates(id_col, keep="first").set_index(id_col)
+    for col in fields:
+        expected = df[id_col].map(first[col])
+        differ = df[col].astype(str) != expected.astype(str)
+        if differ.any():
+            row = df.loc[differ.idxmax()]
+            origin = first.loc[row[id_col]]
+            raise DataValidationError(
+                f"{table} {row[id_col]!r} repeats with a different {col} than on {origin['_file']}, line {int(origin['_line'])}",
+                where=f"{row['_file']}, line {int(row['_line'])}",
+            )
+    return df.drop_duplicates(id_col, keep="first")

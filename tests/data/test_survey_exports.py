@@ -1,0 +1,265 @@
+"""The demo's own ratings re-exported in layouts survey tools produce, ingested through the mapping
+alone, give the same tables as the demo's wide-form ingest.
+
+- long form: one row per rater × reappraisal × dimension with the tool's dimension labels,
+  semicolon-delimited with a BOM and CRLF line ends; scenarios repeated on every
+  reappraisal row (the vignettes table is derived as their distinct values) and reappraisal
+  text split over two columns; unfinished responses, attention-check items and
+  "-99"-coded skips that the mapping filters out or counts;
+- rater × item matrix as Qualtrics exports it: three header rows, ``ResponseId``,
+  ``Finished``, ``Status`` (preview responses), an attention check, one column per
+  reappraisal × dimension, blank where a rater did not see the item.
+
+The mappings are validated by the config schema too, as a user's config would be.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from reappraisal.config import REPO_ROOT, load_config, resolve_preset, validate_config
+from reappraisal.data.ingest import ingest
+
+from tests.data.ingest_fixtures import run_ingest
+
+DEMO = REPO_ROOT / "data" / "demo"
+DIMS = ["effectiveness", "empathy", "novelty", "specificity"]
+KEYS = {"vignettes": ["vignette_id"], "reappraisals": ["reappraisal_id"], "ratings": ["study", "rater_id", "reappraisal_id", "dimension"]}
+
+
+@pytest.fixture(scope="module")
+def demo_cfg() -> dict:
+    return load_config()["data"]
+
+
+@pytest.fixture(scope="module")
+def demo_tables(demo_cfg) -> dict[str, pd.DataFrame]:
+    """The demo's wide-form ingest (the preset's own mapping)."""
+    return ingest(DEMO, demo_cfg)
+
+
+def demo_ratings_wide(demo_cfg) -> list[tuple[str, pd.DataFrame]]:
+    """(study, wide frame with canonical column names) per demo rating file, in file order."""
+    out = []
+    for source in demo_cfg["ingest"]["ratings"]:
+        df = pd.read_csv(DEMO / source["files"], dtype=str, keep_default_na=False)
+        rename = {source["columns"]["rater_id"]: "rater_id", source["columns"]["reappraisal_id"]: "reappraisal_id"}
+        rename.update({col: dim for dim, col in source["dimensions"].items()})
+        out.append((source["study"], df.rename(columns=rename)[["rater_id", "reappraisal_id", *DIMS]]))
+    return out
+
+
+def demo_reappraisals(demo_cfg) -> pd.DataFrame:
+    """All demo reappraisal files in source order as one frame (author_type, study, text, ...)."""
+    frames = []
+    for source in demo_cfg["ingest"]["reappraisals"]:
+        df = pd.read_csv(DEMO / source["files"], dtype=str, keep_default_na=False)
+        cols = source["columns"]
+        part = pd.DataFrame({"reappraisal_id": df[cols["reappraisal_id"]], "vignette_id": df[cols["vignette_id"]], "text": df[cols["text"]]})
+        part["author_type"] = df[source["author_type_column"]] if "author_type_column" in source else source["author_type"]
+        part["study"] = source.get("study", "")
+        frames.append(part)
+    return pd.concat(frames, ignore_index=True)
+
+
+def write_csv(path: Path, rows: list[list[str]], *, delimiter: str = ",", bom: bool = False, crlf: bool = False) -> None:
+    buf = io.StringIO()
+    csv.writer(buf, delimiter=delimiter, lineterminator="\r\n" if crlf else "\n").writerows(rows)
+    path.write_bytes(("\ufeff" if bom else "").encode() + buf.getvalue().encode("utf-8"))
+
+
+def config_with_mapping(mapping: dict, bundled_dir: str) -> dict:
+    """The repository's config with a user's preset whose data.ingest is ``mapping``, resolved and validated."""
+    raw = yaml.safe_load((REPO_ROOT / "config.yaml").read_text())
+    preset = copy.deepcopy(raw["presets"]["demo"])
+    preset["data"] = {"source": "bundled", "bundled_dir": bundled_dir, "ingest": mapping}
+    return validate_config(resolve_preset({**raw, "preset": "survey", "presets": {**raw["presets"], "survey": preset}}))
+
+
+def assert_same_tables(got: dict[str, pd.DataFrame], want: dict[str, pd.DataFrame]) -> None:
+    """Same rows, values and dtypes (a file's row order is not part of a survey export: compared by key)."""
+    for name, keys in KEYS.items():
+        a = got[name].sort_values(keys).reset_index(drop=True)
+        b = want[name].sort_values(keys).reset_index(drop=True)
+        pd.testing.assert_frame_equal(a, b, check_exact=True, obj=name)
+
+
+def read_outputs(out: Path) -> dict[str, pd.DataFrame]:
+    return {name: pd.read_parquet(out / f"{name}.parquet") for name in KEYS}
+
+
+# ---------------------------------------------------------------------------------------------
+# Long form
+# ---------------------------------------------------------------------------------------------
+
+LABELS = {"effectiveness": "Effectiveness (1-7)", "empathy": "Empathy (1-7)", "novelty": "Novelty (1-7)", "specificity": "Specificity (1-7)"}
+
+LONG_MAPPING = {
+    "vignettes": [
+        {
+            "files": "responses.csv",
+            "delimiter": ";",
+            "distinct": True,
+            "columns": {"vignette_id": "scenario_code", "text": "scenario_text", "emotion": "scenario_emotion", "pool": "scenario_pool"},
+        }
+    ],
+    "reappraisals": [
+        {
+            "files": "responses.csv",
+            "delimiter": ";",
+            "author_type_column": "author",
+            "columns": {"reappraisal_id": "response_code", "vignette_id": "scenario_code", "text": {"join": ["text_a", "text_b"]}, "study": "study"},
+        }
+    ],
+    "ratings": [
+        {
+            "files": "ratings_long.csv",
+            "layout": "long",
+            "delimiter": ";",
+            "scale": [1, 7],
+            "missing_values": ["-99"],
+            "filters": [{"column": "finished", "equals": 1}, {"column": "item_type", "not_equals": "attention_check"}],
+            "columns": {"study": "study", "rater_id": "participant", "reappraisal_id": "response_code", "dimension": "scale_item", "rating": "answer"},
+            "dimension_labels": {label: dim for dim, label in LABELS.items()},
+        }
+    ],
+}
+
+
+def build_long_export(raw: Path, demo_cfg) -> dict[str, int]:
+    """Write the long-form export of the demo's ratings; return what the mapping must filter and count."""
+    raw.mkdir(parents=True)
+    vignettes = pd.read_csv(DEMO / "vignettes.csv", dtype=str, keep_default_na=False).set_index("vignette_id")
+    rows = [["response_code", "scenario_code", "scenario_text", "scenario_emotion", "scenario_pool", "author", "study", "text_a", "text_b"]]
+    for r in demo_reappraisals(demo_cfg).itertuples(index=False):
+        first, sep, rest = r.text.partition(". ")
+        a, b = (first + ".", rest) if sep else (r.text, "")
+        assert " ".join(p for p in (a, b) if p) == r.text
+        v = vignettes.loc[r.vignette_id]
+        rows.append([r.reappraisal_id, r.vignette_id, v["text"], v["emotion"], v["pool"], r.author_type, r.study, a, b])
+    write_csv(raw / "responses.csv", rows, delimiter=";", bom=True, crlf=True)
+
+    rows = [["study", "participant", "finished", "response_code", "item_type", "scale_item", "answer"]]
+    for study, wide in demo_ratings_wide(demo_cfg):
+        for r in wide.itertuples(index=False):
+            for dim in DIMS:
+                rows.append([study, r.rater_id, "1", r.reappraisal_id, "reappraisal", LABELS[dim], getattr(r, dim)])
+            if r.rater_id.endswith("01"):  # one attention-check item per first rater of a study
+                rows.append([study, r.rater_id, "1", "ATTN", "attention_check", LABELS["effectiveness"], "7"])
+    extra = [
+        # an unfinished response (filtered out)
+        ["1", "s1_dropout", "0", "s1_r0001", "reappraisal", LABELS["effectiveness"], "6"],
+        # skipped items coded -99 for a rater/item pair the demo does not have (counted, not ratings)
+        ["3", "s3_p001", "1", "s3_r0001", "reappraisal", LABELS["empathy"], "-99"],
+        ["3", "s3_p001", "1", "s3_r0001", "reappraisal", LABELS["novelty"], "-99"],
+    ]
+    write_csv(raw / "ratings_long.csv", rows + extra, delimiter=";", crlf=True)
+    return {"attention_rows": sum(1 for r in rows if r[4] == "attention_check"), "coded": 2}
+
+
+def test_long_form_export_gives_the_demo_tables(tmp_path, capsys, demo_cfg, demo_tables):
+    raw = tmp_path / "raw"
+    expected = build_long_export(raw, demo_cfg)
+    cfg = config_with_mapping(LONG_MAPPING, str(raw))  # the schema accepts the mapping
+    code, err, out = run_ingest(tmp_path, raw, cfg["data"], capsys)
+    assert code == 0, err
+    got = read_outputs(out)
+    assert_same_tables(got, demo_tables)
+    # one row per rating in the file's order: identical, order included
+    pd.testing.assert_frame_equal(got["ratings"], demo_tables["ratings"], check_exact=True)
+    checks = json.loads((tmp_path / "checks" / "ingest.json").read_text())
+    (ratings_src,) = [s for s in checks["sources"] if s["key"] == "data.ingest.ratings[0]"]
+    assert ratings_src["rows_read"] - ratings_src["rows_kept_by_filters"] == expected["attention_rows"] + 1
+    assert ratings_src["missing_code_cells"] == expected["coded"] == ratings_src["blank_rating_cells"]
+    assert ratings_src["ratings"] == len(demo_tables["ratings"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Rater × item matrix (Qualtrics-like)
+# ---------------------------------------------------------------------------------------------
+
+QUESTIONS = {"effectiveness": "Q1", "empathy": "Q2", "novelty": "Q3", "specificity": "Q4"}
+
+
+def matrix_mapping(studies: list[str]) -> dict:
+    base = load_config()["data"]["ingest"]
+    return {
+        "vignettes": base["vignettes"],
+        "reappraisals": base["reappraisals"],
+        "ratings": [
+            {
+                "files": f"qualtrics_study{study}.csv",
+                "layout": "matrix",
+                "study": study,
+                "scale": [1, 7],
+                "skip_rows_after_header": 2,
+                "missing_values": [-99],
+                "filters": [
+                    {"column": "Status", "equals": 0},  # 1 = survey preview
+                    {"column": "Finished", "equals": 1},
+                    {"column": "attn_check", "equals": 3},
+                ],
+                "columns": {"rater_id": "PROLIFIC_PID"},
+                "items": {"pattern": r"(?P<reappraisal_id>.+)_(?P<dimension>Q[1-4])"},
+                "dimension_labels": {q: dim for dim, q in QUESTIONS.items()},
+            }
+            for study in studies
+        ],
+    }
+
+
+def build_qualtrics_exports(raw: Path, demo_cfg) -> tuple[list[str], dict[str, int]]:
+    """Write one Qualtrics-like matrix per study; return the studies and the expected counts."""
+    raw.mkdir(parents=True)
+    meta = ["StartDate", "EndDate", "Status", "IPAddress", "Progress", "Duration (in seconds)", "Finished", "RecordedDate", "ResponseId", "PROLIFIC_PID", "attn_check"]
+    studies, counts = [], {"blank": 0, "coded": 0, "dropped": 0}
+    for study, wide in demo_ratings_wide(demo_cfg):
+        items = list(dict.fromkeys(wide["reappraisal_id"]))
+        item_cols = [f"{rid}_{QUESTIONS[dim]}" for rid in items for dim in DIMS]
+        header = meta + item_cols
+        question_row = meta[:] + [f"{c.split('_Q')[0]} - How would you rate it? ({c[-2:]})" for c in item_cols]
+        import_row = [json.dumps({"ImportId": f"QID{i}"}) for i in range(len(header))]
+        rows = [header, question_row, import_row]
+        by_rater = {r: g for r, g in wide.groupby("rater_id", sort=False)}
+        for n, (rater, g) in enumerate(by_rater.items()):
+            cells = {f"{rid}_{QUESTIONS[d]}": v for rid, vals in zip(g["reappraisal_id"], g[DIMS].to_numpy()) for d, v in zip(DIMS, vals)}
+            answers = [cells.get(c, "") for c in item_cols]
+            if n == 0:  # Qualtrics codes a seen-but-skipped item -99: two of them on an item this rater did not rate
+                free = [i for i, c in enumerate(item_cols) if c not in cells][:2]
+                for i in free:
+                    answers[i] = "-99"
+                counts["coded"] += len(free)
+            counts["blank"] += sum(1 for a in answers if a in ("", "-99"))
+            rows.append(["2025-03-01 10:00:00", "2025-03-01 10:20:00", "0", "", "100", "1200", "1", "2025-03-01 10:20:01", f"R_{study}{n:05d}", rater, "3", *answers])
+        junk = ["7"] * len(item_cols)
+        rows.append(["2025-03-01", "2025-03-01", "1", "", "100", "60", "1", "2025-03-01", f"R_{study}prev", "preview", "3", *junk])
+        rows.append(["2025-03-01", "2025-03-01", "0", "", "40", "300", "0", "2025-03-01", f"R_{study}part", "dropout", "", *junk])
+        rows.append(["2025-03-01", "2025-03-01", "0", "", "100", "900", "1", "2025-03-01", f"R_{study}attn", "careless", "5", *junk])
+        counts["dropped"] += 3
+        write_csv(raw / f"qualtrics_study{study}.csv", rows)
+        studies.append(study)
+    for name in ("vignettes.csv", "study1_reappraisals.csv", "study3_reappraisals.csv", "study4_reappraisals.csv", "gpt4_reappraisals.csv", "opponents.csv"):
+        (raw / name).write_bytes((DEMO / name).read_bytes())
+    return studies, counts
+
+
+def test_qualtrics_matrix_export_gives_the_demo_tables(tmp_path, capsys, demo_cfg, demo_tables):
+    raw = tmp_path / "raw"
+    studies, expected = build_qualtrics_exports(raw, demo_cfg)
+    cfg = config_with_mapping(matrix_mapping(studies), str(raw))
+    code, err, out = run_ingest(tmp_path, raw, cfg["data"], capsys)
+    assert code == 0, err
+    assert_same_tables(read_outputs(out), demo_tables)
+    checks = json.loads((tmp_path / "checks" / "ingest.json").read_text())
+    assert checks["rows_dropped_by_filters"] == expected["dropped"] == 3 * len(studies)
+    assert checks["missing_code_cells"] == expected["coded"] > 0
+    assert checks["blank_rating_cells"] == expected["blank"]
+    assert checks["rows"]["ratings"] == len(demo_tables["ratings"])
