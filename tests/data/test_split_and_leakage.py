@@ -84,3 +84,39 @@ def test_planted_leak_fails_the_run_naming_it(data_pipeline, tmp_path):
     names = {(h["train_id"], h["heldout_id"]) for h in failed["answer_leaks"]}
     # the leaked text may land in train or val; either way the pair is named
     assert (leaked_id, gpt.loc[0, "reappraisal_id"]) in names
+
+
+def test_demo_split_warns_about_nothing(data_pipeline):
+    summary = json.loads((data_pipeline / "results/checks/split.json").read_text())
+    assert summary["warnings"] == []
+
+
+def test_split_warns_about_scenarios_left_without_val_pairs_or_heldout_answers(tmp_path, capsys):
+    """v1 is fine; v2 has two usable human reappraisals (one lands in val: no val pair) and no
+    held-out answer; the OOD scenario o1 has an opponent answer; o2 has none."""
+    from reappraisal.data.split_io import cli_main
+
+    vignettes = pd.DataFrame({"vignette_id": ["v1", "v2", "o1", "o2"], "text": ["a", "b", "c", "d"], "emotion": "", "pool": ["train", "train", "ood", "ood"]})
+    reapp = pd.DataFrame(
+        [(f"h1_{i}", "v1", f"text v1 {i}", "human", "1") for i in range(10)]
+        + [("h2_0", "v2", "text v2 0", "human", "1"), ("h2_1", "v2", "text v2 1", "human", "1")]
+        + [("g1", "v1", "gpt text", "gpt4", "1"), ("q1", "o1", "qwen text", "qwen2.5-72b", "")],
+        columns=["reappraisal_id", "vignette_id", "text", "author_type", "study"],
+    )
+    ratings = pd.DataFrame(
+        [("1", f"p{k}", rid, "effectiveness", 4.0, float((i * 7 + k) % 5) - 2.0) for i, rid in enumerate(reapp["reappraisal_id"]) for k in range(3)],
+        columns=["study", "rater_id", "reappraisal_id", "dimension", "rating", "z"],
+    )
+    paths = {n: tmp_path / f"{n}.parquet" for n in ("vignettes", "reappraisals", "ratings_z")}
+    vignettes.to_parquet(paths["vignettes"]), reapp.to_parquet(paths["reappraisals"]), ratings.to_parquet(paths["ratings_z"])
+    params = {"seed": 1, "data": {"dimensions": ["effectiveness"], "primary_dimension": "effectiveness"},
+              "split": {"val_fraction": 0.2, "heldout_author_types": ["gpt4"], "max_pairs_per_scenario": 300, "min_ratings_per_reappraisal": 3}}
+    summary_path = tmp_path / "checks" / "split.json"
+    argv = ["--ratings-z", paths["ratings_z"], "--reappraisals", paths["reappraisals"], "--vignettes", paths["vignettes"],
+            "--targets", tmp_path / "t.parquet", "--pairs", tmp_path / "p.parquet", "--summary", summary_path, "--params", json.dumps(params)]
+    assert cli_main([str(a) for a in argv]) == 0
+    warnings = json.loads(summary_path.read_text())["warnings"]
+    assert [(w["scenario"], w["check"]) for w in warnings] == [("o2", "no_heldout_answers"), ("v2", "no_val_pairs"), ("v2", "no_heldout_answers")]
+    assert all(w["message"] for w in warnings)
+    err = capsys.readouterr().err
+    assert err.count("warning: scenario") == 3 and "'v2' (no_val_pairs)" in err

@@ -123,9 +123,46 @@ def build_pairs(targets: pd.DataFrame, *, primary_dimension: str, max_pairs_per_
     return pairs
 
 
-def split_summary(targets: pd.DataFrame, pairs: pd.DataFrame) -> dict[str, Any]:
+def split_warnings(targets: pd.DataFrame, pairs: pd.DataFrame, vignettes: pd.DataFrame) -> list[dict[str, str]]:
+    """Scenarios the split leaves without something to evaluate against (the run goes on; the report shows them).
+
+    ``no_val_pairs``: a training scenario whose validation reappraisals form no
+    pair (one reappraisal, or all tied), so held-out pairwise accuracy says
+    nothing about it. ``no_heldout_answers``: a scenario with no held-out
+    answer (reference or opponent) for a policy's answers to be judged against.
+    """
+    val_pairs = pairs[pairs["split"] == "val"].groupby("vignette_id").size()
+    heldout = targets[targets["split"] == "heldout"].groupby("vignette_id").size()
+    out: list[dict[str, str]] = []
+    for vid, pool in vignettes.sort_values("vignette_id")[["vignette_id", "pool"]].itertuples(index=False):
+        if pool == "train" and int(val_pairs.get(vid, 0)) == 0:
+            n_val = int(((targets["vignette_id"] == vid) & (targets["split"] == "val")).sum())
+            out.append(
+                {
+                    "scenario": vid,
+                    "pool": pool,
+                    "check": "no_val_pairs",
+                    "message": f"{n_val} validation reappraisal(s) and no validation pair: held-out accuracy cannot be measured on this scenario",
+                }
+            )
+        if int(heldout.get(vid, 0)) == 0:
+            out.append(
+                {
+                    "scenario": vid,
+                    "pool": pool,
+                    "check": "no_heldout_answers",
+                    "message": "no held-out answer (reference or opponent): a policy's answers here have nothing to be judged against",
+                }
+            )
+    return out
+
+
+def split_summary(targets: pd.DataFrame, pairs: pd.DataFrame, vignettes: pd.DataFrame | None = None) -> dict[str, Any]:
+    """Counts per split, scenario and author type; with ``vignettes``, also :func:`split_warnings`."""
     counts = targets.groupby(["vignette_id", "split"]).size().unstack(fill_value=0)
+    warnings = split_warnings(targets, pairs, vignettes) if vignettes is not None else []
     return {
+        "warnings": warnings,
         "reappraisals_by_split": {s: int((targets["split"] == s).sum()) for s in SPLITS},
         "heldout_by_author_type": targets[targets["split"] == "heldout"].groupby("author_type").size().astype(int).to_dict(),
         "per_scenario": {vid: {k: int(v) for k, v in row.items()} for vid, row in counts.iterrows()},

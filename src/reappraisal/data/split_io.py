@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Sequence
 
 import pandas as pd
@@ -43,10 +44,12 @@ def cli_main(argv: Sequence[str]) -> int:
         max_pairs_per_scenario=split_cfg["max_pairs_per_scenario"],
         seed=cfg["seed"],
     )
-    summary = split_summary(targets, pairs)
+    summary = split_summary(targets, pairs, vignettes)
     with atomic_path(args.targets) as t, atomic_path(args.pairs) as p:
         targets.to_parquet(t, index=False)
         pairs.to_parquet(p, index=False)
     write_json(summary, args.summary)
     print(f"split_reappraisals: {summary['reappraisals_by_split']}; pairs {summary['pairs_by_split']}")
+    for warning in summary["warnings"]:
+        print(f"warning: scenario {warning['scenario']!r} ({warning['check']}): {warning['message']}", file=sys.stderr)
     return 0
