@@ -263,3 +263,50 @@ def test_qualtrics_matrix_export_gives_the_demo_tables(tmp_path, capsys, demo_cf
     assert checks["missing_code_cells"] == expected["coded"] > 0
     assert checks["blank_rating_cells"] == expected["blank"]
     assert checks["rows"]["ratings"] == len(demo_tables["ratings"])
+
+
+# ---------------------------------------------------------------------------------------------
+# The README's worked mapping runs as written
+# ---------------------------------------------------------------------------------------------
+
+
+def readme_mapping() -> dict:
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("A worked mapping for a long-form export")
+    block = text[text.index("```yaml", start) + len("```yaml") : text.index("```", text.index("```yaml", start) + 7)]
+    return yaml.safe_load(block)["presets"]["paper"]["data"]["ingest"]
+
+
+def test_readme_long_form_mapping_runs_as_written(tmp_path, capsys):
+    mapping = readme_mapping()
+    raw = tmp_path / "raw"
+    (raw / "study1").mkdir(parents=True)
+    scenarios = {"S1": ("Your friend missed your birthday dinner.", "sadness"), "S2": ("Your coworker presented your plan as hers.", "anger")}
+    answers = {"S1": ["Maybe Jordan got held up.", "You still had friends there."], "S2": ["Maybe she froze when praised.", "Your work speaks for itself."]}
+    rows = [["ScenarioID", "ScenarioText", "Emotion", "Response"]]
+    rows += [[s, scenarios[s][0], scenarios[s][1], a] for s in answers for a in answers[s]]
+    write_csv(raw / "study1" / "responses.csv", rows)
+    questions = list(mapping["ratings"][0]["dimension_labels"])
+    rows = [["ResponseId", "Finished", "ItemType", "ScenarioID", "Response", "Question", "Value"]]
+    for k, rater in enumerate(["R_1dA9x", "R_7pQ2z"]):
+        for s in answers:
+            for a in answers[s]:
+                rows += [[rater, "1", "reappraisal", s, a, q, str(1 + (k + i + len(a)) % 7)] for i, q in enumerate(questions)]
+        rows.append([rater, "1", "attention", "S0", "Select 7", questions[0], "7"])
+    rows.append(["R_quit", "0", "reappraisal", "S1", answers["S1"][0], questions[0], "4"])
+    rows[1][-1] = "NA"  # a skipped item
+    buf = io.StringIO()
+    csv.writer(buf, delimiter=";", lineterminator="\r\n").writerows(rows)
+    (raw / "study1" / "ratings_long.csv").write_bytes(buf.getvalue().encode("cp1252"))
+
+    cfg = config_with_mapping(mapping, str(raw))
+    code, err, out = run_ingest(tmp_path, raw, cfg["data"], capsys)
+    assert code == 0, err
+    tables = read_outputs(out)
+    assert sorted(tables["vignettes"]["vignette_id"]) == ["S1", "S2"]
+    assert tables["reappraisals"]["reappraisal_id"].str.startswith("s1_").all()
+    assert len(tables["ratings"]) == 2 * 4 * 4 - 1  # 2 raters x 4 reappraisals x 4 dimensions, one NA
+    assert set(tables["ratings"]["reappraisal_id"]) == set(tables["reappraisals"]["reappraisal_id"])
+    checks = json.loads((tmp_path / "checks" / "ingest.json").read_text())
+    assert checks["blank_rating_cells"] == checks["missing_code_cells"] == 1
+    assert checks["rows_dropped_by_filters"] == 3  # two attention items, one unfinished response
