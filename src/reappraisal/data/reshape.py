@@ -138,7 +138,7 @@ def _map_labels(labels: pd.Series, mapping: Mapping[str, str], view: SourceView,
         raise DataValidationError(
             f"{what} {stripped[at]!r} is not a declared dimension label (config key '{key}': {known}); "
             "map it, or drop its rows with a filter",
-            where=f"{view.path}, line {int(view.frame.loc[at, '_line']) if at in view.frame.index else view.raw.header_line}",
+            where=f"{view.path}, line {int(view.frame.loc[at, '_line'])}",
         )
     return mapped
 
