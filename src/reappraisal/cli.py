@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "calibrate-judge": "reappraisal.evaluation.calibrate_io:cli_main",
     "generate-answers": "reappraisal.evaluation.generate_io:cli_main",
     "judge": "reappraisal.evaluation.judge_io:cli_main",
+    "summarize": "reappraisal.summary.summarize_io:cli_main",
     "report": "reappraisal.report.build:cli_main",
 }
 

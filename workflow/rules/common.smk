@@ -167,6 +167,23 @@ def get_evaluation_outputs(kind="contests"):
     return [f"results/evals/run{r}/{kind}.parquet" for r in EVAL_RUNS]
 
 
+def get_summary_inputs(wildcards=None):
+    """What summarize reads: every run's contests and judgments, the metrics, each arm's training record."""
+    from reappraisal.policy.arms import parse_arms
+
+    arms = list(parse_arms(config["policy"]))
+    return {
+        "contests": get_evaluation_outputs("contests"),
+        "judgments": get_evaluation_outputs("judgments"),
+        "calibration": "results/metrics/judge_calibration.json",
+        "reward_models": "results/metrics/reward_models.json",
+        "grm": "results/metrics/grm.json",
+        "health": [f"results/policies/{a}/health.json" for a in arms],
+        "training_logs": [f"results/policies/{a}/training_log.csv" for a in arms],
+        "claims": "claims.yaml",
+    }
+
+
 def get_judge_inputs(wildcards):
     ev = config["evaluation"]
     inputs = {

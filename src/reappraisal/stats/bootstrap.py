@@ -235,11 +235,20 @@ def webb_weight_matrix(
     if exact:
         if 6**g > 2_000_000:
             raise ValueError(f"exact Webb enumeration of 6^{g} weight vectors is too large")
-        index = np.array(list(itertools.product(range(6), repeat=g)), dtype=np.intp).reshape(-1, g)
+        index = _all_webb_indices(g)
     else:
         index = _rng(seed).integers(0, 6, size=(int(n_draws), g))
     weights = WEBB_WEIGHTS[index]
     return weights, np.full(len(weights), 1.0 / len(weights))
+
+
+@functools.lru_cache(maxsize=8)
+def _all_webb_indices(g: int) -> np.ndarray:
+    """Every one of the 6^G index vectors into WEBB_WEIGHTS (read-only, cached)."""
+    grids = np.meshgrid(*([np.arange(6)] * g), indexing="ij")
+    index = np.stack([grid.ravel() for grid in grids], axis=1).astype(np.intp)
+    index.setflags(write=False)
+    return index
 
 
 def _wild_t(residuals, sizes, total, weights):

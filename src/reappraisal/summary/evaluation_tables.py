@@ -1,0 +1,406 @@
+"""Evaluation tables from the pooled contests table (pure).
+
+Input: the contests of every run in one DataFrame (columns of the
+evaluation contract: run, judge, judge_kind, contest_id, vignette_id, pool,
+model, opponent, verdict_ab, verdict_ba, score, error) and, per run, the
+artifacts its rows came from (``sources_by_run``). Each row of each table is
+computed with :mod:`reappraisal.stats` and records the runs it pooled, so its
+lineage is exactly those runs' files.
+
+Units: a contest is one (arm answer, opponent answer) pair on one scenario,
+both orders combined into 1 / 0.5 / 0; error contests are counted, never
+rated. Clusters are scenarios; runs are pooled inside each scenario.
+Estimand of every win rate here: the equally weighted mean of the scenario
+win rates (:data:`reappraisal.stats.ESTIMAND`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from reappraisal import stats
+
+from .table import Table, not_computable
+
+CONTEST_COLUMNS = [
+    "run", "judge", "judge_kind", "contest_id", "vignette_id", "pool", "model", "opponent",
+    "verdict_ab", "verdict_ba", "score", "error",
+]
+SCENARIO = "vignette_id"
+
+INTERVALS_TEXT = (
+    "headline = logit-scale delete-one-scenario jackknife, t with G-1 df (coverage >= 0.93, each tail "
+    "<= 0.04 in simulation at G = 6); Wilson = iid Wilson score interval, ignores clustering (too narrow "
+    "when scenarios differ); boot = percentile cluster bootstrap (scenarios resampled, exact enumeration), "
+    "under-covers at small G (about 0.85-0.87 at G = 6); cluster t and wild bootstrap are sensitivity checks. "
+    "All intervals are two-sided 95% for the same estimand."
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the summary needs from the config (sections summary, evaluation, policy)."""
+
+    bar: float = stats.DEFAULT_BAR
+    confidence: float = 0.95
+    n_boot: int = 100_000
+    seed: int = 0
+    headline_judge: str = "llama-3.1-70b-instruct"
+    headline_opponent: str = "gpt-4-0314"
+    headline_arm: str = "committee"
+    arms: tuple[str, ...] = ()
+    arm_specs: Mapping[str, Mapping] = field(default_factory=dict)
+
+
+def _order(values, first: Sequence[str] = ()) -> list[str]:
+    values = [str(v) for v in pd.unique(pd.Series(list(values)))]
+    head = [v for v in first if v in values]
+    return head + sorted(v for v in values if v not in head)
+
+
+def _row_sources(frame: pd.DataFrame, sources_by_run: Mapping) -> tuple[str, ...]:
+    paths: set[str] = set()
+    for run in pd.unique(frame["run"]):
+        paths.update(sources_by_run.get(run, sources_by_run.get(str(run), ())))
+    return tuple(sorted(paths))
+
+
+def _stats_view(frame: pd.DataFrame) -> pd.DataFrame:
+    """The columns :mod:`reappraisal.stats` reads, with contract types."""
+    return frame[["run", "judge", "contest_id", SCENARIO, "model", "opponent", "score", "error"]]
+
+
+def _headline_numbers(frame: pd.DataFrame, s: Settings, bar: float) -> dict:
+    row = stats.headline_row(
+        _stats_view(frame), bar=bar, confidence=s.confidence, n_boot=s.n_boot, seed=s.seed, scenario=SCENARIO
+    )
+    ci = lambda key, side: row[key][side]  # noqa: E731
+    return {
+        "win_rate": row["win_rate"],
+        "pooled_rate": row["pooled_rate"],
+        "contests": row["n_contests"],
+        "scenarios": row["n_scenarios"],
+        "runs": row["n_runs"],
+        "errors": row["n_errors"],
+        "wilson_low": ci("ci_iid_wilson", "low"),
+        "wilson_high": ci("ci_iid_wilson", "high"),
+        "headline_low": ci(stats.HEADLINE_INTERVAL, "low"),
+        "headline_high": ci(stats.HEADLINE_INTERVAL, "high"),
+        "headline_method": row[stats.HEADLINE_INTERVAL]["method"],
+        "cluster_t_low": ci("ci_cluster_t", "low"),
+        "cluster_t_high": ci("ci_cluster_t", "high"),
+        "boot_low": ci("ci_percentile_bootstrap", "low"),
+        "boot_high": ci("ci_percentile_bootstrap", "high"),
+        "wild_low": ci("ci_wild_cluster_bootstrap", "low"),
+        "wild_high": ci("ci_wild_cluster_bootstrap", "high"),
+        "signflip_p_bar": row["sign_flip_vs_bar"]["p_value"],
+        "signflip_p_half": row["sign_flip_vs_half"]["p_value"],
+        "signflip_min_p": row["sign_flip_vs_bar"]["min_p_value"],
+        "bar": bar,
+        "clears_bar": bool(ci(stats.HEADLINE_INTERVAL, "low") > bar),
+        "scenarios_clearing_bar": row["n_scenarios_clearing_bar"],
+        "design_effect": row["design_effect"],
+        "effective_n": row["effective_n"],
+        "run_effect_p": row["run_effect"].get("p_value"),
+        "_row": row,
+    }
+
+
+HEADLINE_COLUMNS = [
+    "arm", "opponent", "judge", "pool", "win_rate", "contests", "scenarios", "wilson_low", "wilson_high",
+    "headline_low", "headline_high", "headline_method", "boot_low", "boot_high", "signflip_p_bar",
+    "signflip_p_half", "signflip_min_p", "errors", "pooled_rate", "runs", "cluster_t_low", "cluster_t_high",
+    "wild_low", "wild_high", "bar", "clears_bar", "scenarios_clearing_bar", "design_effect", "effective_n",
+    "run_effect_p", "note",
+]
+
+
+def _rate_rows(contests: pd.DataFrame, pool: str, s: Settings, sources_by_run, *, opponents_first=()) -> tuple[list, list]:
+    """One headline-style row per (arm, opponent) of ``pool`` judged by the headline judge."""
+    rows, sources = [], []
+    part = contests[(contests["pool"] == pool) & (contests["judge"] == s.headline_judge)]
+    for arm in _order(part["model"], s.arms):
+        for opponent in _order(part.loc[part["model"] == arm, "opponent"], opponents_first):
+            frame = part[(part["model"] == arm) & (part["opponent"] == opponent)]
+            base = {"arm": arm, "opponent": opponent, "judge": s.headline_judge, "pool": pool}
+            try:
+                numbers = _headline_numbers(frame, s, s.bar)
+                numbers.pop("_row")
+                rows.append({**base, **numbers, "note": None})
+            except ValueError as exc:
+                rows.append({**base, "contests": int((~frame["error"].astype(bool)).sum()),
+                             "errors": int(frame["error"].astype(bool).sum()), "note": str(exc)})
+            sources.append(_row_sources(frame, sources_by_run))
+    return rows, sources
+
+
+def headline_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
+    rows, sources = _rate_rows(contests, "train", s, sources_by_run, opponents_first=[s.headline_opponent])
+    caption = (
+        f"Win rate of each arm against each opponent on the study scenarios, judged by {s.headline_judge} "
+        f"in both orders, all runs pooled within scenarios. win_rate estimates the equally weighted mean of "
+        f"the scenario win rates (ties 0.5); every interval in a row estimates that same quantity. "
+        f"{INTERVALS_TEXT} Sign-flip p: exact randomisation test on the scenario means vs the bar "
+        f"{s.bar} and vs 0.5; signflip_min_p is the smallest p attainable with this many scenarios. "
+        "clears_bar: headline_low above the bar. errors: contests with an unparseable verdict (not rated)."
+    )
+    return Table("headline", "Headline win rates", caption, stats.ESTIMAND,
+                 pd.DataFrame(rows, columns=HEADLINE_COLUMNS), sources)
+
+
+def ood_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
+    title = "Out-of-distribution win rates"
+    caption = (
+        f"As the headline table, on the out-of-distribution pool (fresh scenarios, n-gram disjoint from "
+        f"training) against its own opponents, judged by {s.headline_judge}. {INTERVALS_TEXT}"
+    )
+    if not (contests["pool"] == "ood").any():
+        return not_computable("ood", title, caption, stats.ESTIMAND, HEADLINE_COLUMNS, "no contests on the ood pool")
+    rows, sources = _rate_rows(contests, "ood", s, sources_by_run)
+    return Table("ood", title, caption, stats.ESTIMAND, pd.DataFrame(rows, columns=HEADLINE_COLUMNS), sources)
+
+
+def per_scenario_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
+    rows, sources = [], []
+    part = contests[contests["judge"] == s.headline_judge]
+    for (arm, opponent, pool), frame in part.groupby(["model", "opponent", "pool"], sort=True):
+        summary = stats.scenario_summary(_stats_view(frame), SCENARIO)
+        for scenario, r in summary.iterrows():
+            n, k = int(r["n"]), float(r["sum"])
+            low, high = stats.wilson_interval(k, n, s.confidence) if n else (np.nan, np.nan)
+            rows.append({
+                "arm": arm, "opponent": opponent, "judge": s.headline_judge, "vignette_id": str(scenario),
+                "pool": pool, "n_contests": n, "win_rate": r["win_rate"], "ci_low": low, "ci_high": high,
+                "errors": int(r["n_errors"]), "clears_bar": bool(n and r["win_rate"] >= s.bar),
+            })
+            sources.append(_row_sources(frame[frame[SCENARIO] == scenario], sources_by_run))
+    caption = (
+        f"Win rate of each arm in each scenario (runs pooled), judged by {s.headline_judge}. The interval is the "
+        "Wilson score interval for that scenario's own rate: its contests are independent draws within the "
+        "scenario, so here it does not ignore clustering. clears_bar: the scenario's rate is at least the bar "
+        f"{s.bar}."
+    )
+    columns = ["arm", "opponent", "judge", "vignette_id", "pool", "n_contests", "win_rate", "ci_low", "ci_high",
+               "errors", "clears_bar"]
+    return Table("per_scenario", "Win rates per scenario",
+                 caption, "win rate of one scenario (all runs pooled)", pd.DataFrame(rows, columns=columns), sources)
+
+
+def per_run_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
+    rows, sources = [], []
+    part = contests[(contests["judge"] == s.headline_judge) & (contests["pool"] == "train")]
+    for arm in _order(part["model"], s.arms):
+        for opponent in _order(part.loc[part["model"] == arm, "opponent"], [s.headline_opponent]):
+            pair = part[(part["model"] == arm) & (part["opponent"] == opponent)]
+            view = _stats_view(pair)
+            try:
+                effect = stats.run_effect_test(stats.scenario_run_table(view, SCENARIO))
+                effect_p, effect_f, effect_note = effect.p_value, effect.statistic, None
+            except ValueError as exc:
+                effect_p = effect_f = np.nan
+                effect_note = f"run effect not testable: {exc}"
+            for run, frame in pair.groupby("run", sort=True):
+                summary = stats.scenario_summary(_stats_view(frame), SCENARIO)
+                scored = summary[summary["n"] > 0]
+                means = scored["win_rate"].to_numpy(dtype=float)
+                n = int(scored["n"].sum())
+                low = high = np.nan
+                note = effect_note
+                if len(means) >= 2:
+                    low, high = stats.cluster_logit_jackknife_interval(means, n, s.confidence)
+                else:
+                    note = f"fewer than 2 scored scenarios in run {run}"
+                rows.append({
+                    "arm": arm, "opponent": opponent, "judge": s.headline_judge, "run": run, "n_contests": n,
+                    "win_rate": float(means.mean()) if len(means) else np.nan,
+                    "ci_low": low, "ci_high": high,
+                    "pooled_rate": float(scored["sum"].sum() / n) if n else np.nan,
+                    "scenarios": int(len(means)), "errors": int(summary["n_errors"].sum()),
+                    "run_effect_p": effect_p, "run_effect_F": effect_f,
+                    "run_effect_method": "two-way ANOVA on scenario x run cell means (F test for run)",
+                    "note": note,
+                })
+                sources.append(_row_sources(frame, sources_by_run))
+    caption = (
+        f"Win rate of each arm in each independent evaluation run (fresh generations, fresh judging), judged by "
+        f"{s.headline_judge} on the study scenarios. win_rate estimates the equally weighted mean of that run's "
+        "scenario rates; ci is the headline interval (logit-scale scenario jackknife) within the run. "
+        "run_effect_p: two-way ANOVA without interaction on the scenario x run table of cell means, F test for "
+        "a run effect (scenarios as blocks); a small p says the runs differ and pooling them needs a second look."
+    )
+    columns = ["arm", "opponent", "judge", "run", "n_contests", "win_rate", "ci_low", "ci_high", "pooled_rate",
+               "scenarios", "errors", "run_effect_p", "run_effect_F", "run_effect_method", "note"]
+    return Table("per_run", "Win rates per evaluation run", caption,
+                 "equally weighted mean of one run's scenario win rates", pd.DataFrame(rows, columns=columns), sources)
+
+
+H2H_COLUMNS = [
+    "kind", "arm", "versus", "opponent", "pool", "judge", "estimate", "ci_low", "ci_high", "ci_method",
+    "null", "signflip_p", "signflip_min_p", "scenarios", "contests", "errors", "note",
+]
+
+
+def _paired_rows(contests: pd.DataFrame, pool: str, s: Settings, sources_by_run) -> tuple[list, list]:
+    rows, sources = [], []
+    part = contests[(contests["pool"] == pool) & (contests["judge"] == s.headline_judge)]
+    arms = _order(part["model"], s.arms)
+    for i, arm in enumerate(arms):
+        for other in arms[i + 1:]:
+            shared = set(part.loc[part["model"] == arm, "opponent"]) & set(part.loc[part["model"] == other, "opponent"])
+            for opponent in _order(shared, [s.headline_opponent]):
+                if opponent in (f"arm:{arm}", f"arm:{other}"):
+                    continue
+                frame = part[part["model"].isin([arm, other]) & (part["opponent"] == opponent)]
+                base = {"kind": "paired", "arm": arm, "versus": other, "opponent": opponent, "pool": pool,
+                        "judge": s.headline_judge, "null": 0.0,
+                        "contests": int((~frame["error"].astype(bool)).sum()),
+                        "errors": int(frame["error"].astype(bool).sum())}
+                try:
+                    result = stats.paired_comparison(_stats_view(frame), arm, other, opponent=opponent,
+                                                     confidence=s.confidence, scenario=SCENARIO)
+                    rows.append({**base, "estimate": result["mean_difference"], "ci_low": result["ci"]["low"],
+                                 "ci_high": result["ci"]["high"], "ci_method": result["ci"]["method"],
+                                 "signflip_p": result["sign_flip"]["p_value"],
+                                 "signflip_min_p": result["sign_flip"]["min_p_value"],
+                                 "scenarios": result["n_scenarios"],
+                                 "note": ("scenarios dropped: " + ", ".join(result["scenarios_dropped"]))
+                                 if result["scenarios_dropped"] else None})
+                except ValueError as exc:
+                    rows.append({**base, "note": str(exc)})
+                sources.append(_row_sources(frame, sources_by_run))
+    return rows, sources
+
+
+def head_to_head_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
+    rows, sources = [], []
+    part = contests[(contests["pool"] == "train") & (contests["judge"] == s.headline_judge)]
+    for arm in _order(part["model"], s.arms):
+        for opponent in _order(part.loc[part["model"] == arm, "opponent"]):
+            if opponent == s.headline_opponent:
+                continue
+            frame = part[(part["model"] == arm) & (part["opponent"] == opponent)]
+            versus = opponent.removeprefix("arm:")
+            base = {"kind": "direct", "arm": arm, "versus": versus, "opponent": opponent, "pool": "train",
+                    "judge": s.headline_judge, "null": 0.5}
+            try:
+                n = _headline_numbers(frame, s, 0.5)
+                rows.append({**base, "estimate": n["win_rate"], "ci_low": n["headline_low"],
+                             "ci_high": n["headline_high"], "ci_method": n["headline_method"],
+                             "signflip_p": n["signflip_p_half"], "signflip_min_p": n["signflip_min_p"],
+                             "scenarios": n["scenarios"], "contests": n["contests"], "errors": n["errors"],
+                             "note": None})
+            except ValueError as exc:
+                rows.append({**base, "note": str(exc)})
+            sources.append(_row_sources(frame, sources_by_run))
+    for pool in ("train", "ood"):
+        more_rows, more_sources = _paired_rows(contests, pool, s, sources_by_run)
+        rows += more_rows
+        sources += more_sources
+    caption = (
+        "Head-to-head comparisons, analysed paired by scenario. kind direct: the arm's answers against the "
+        "other model's answers on the same scenarios (DeepSeek-R1, or another arm as arm:<name>); estimate is "
+        "its win rate (equally weighted mean of scenario rates), ci the headline interval (logit-scale "
+        "scenario jackknife), signflip_p the exact sign-flip test of 0.5. kind paired: arm minus versus, both "
+        "against the same opponent; estimate is the mean over scenarios of the per-scenario difference of win "
+        "rates, ci a t interval on the G differences (G-1 df), signflip_p the exact sign-flip test of a zero "
+        "difference. Comparing two separately computed intervals would ignore the shared scenarios."
+    )
+    estimand = ("direct: equally weighted mean of scenario win rates against that model; paired: mean over "
+                "scenarios of the difference of the two arms' scenario win rates")
+    return Table("head_to_head", "Head-to-head, paired by scenario", caption, estimand,
+                 pd.DataFrame(rows, columns=H2H_COLUMNS), sources)
+
+
+def reward_path_gap_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
+    title = "Reward-path scorers vs held-out judges"
+    caption = (
+        "For each arm, the same contests scored by a reward-path scorer (what the policy was optimised "
+        "against) and by a held-out judge (never seen in training). Both win rates estimate the equally "
+        "weighted mean of scenario win rates on the contests both scored without error; gap = reward-path "
+        "minus held-out, with a t interval on the G per-scenario gaps (G-1 df) and an exact sign-flip p of a "
+        "zero gap. A gain that only the reward path sees is reward hacking, not improvement."
+    )
+    estimand = "mean over scenarios of (reward-path win rate - held-out win rate) on the same contests"
+    columns = ["arm", "opponent", "pool", "reward_path_judge", "heldout_judge", "reward_path_win_rate",
+               "heldout_win_rate", "gap", "gap_ci_low", "gap_ci_high", "gap_signflip_p", "scenarios", "contests",
+               "note"]
+    kinds = contests["judge_kind"].astype(str)
+    if not (kinds == "reward_path").any():
+        return not_computable("reward_path_gap", title, caption, estimand, columns,
+                              "no reward-path judgments in the contests tables")
+    heldout_judges = _order(contests.loc[kinds.isin(["heldout", "consensus"]), "judge"], [s.headline_judge])
+    rows, sources = [], []
+    keys = ["run", "contest_id", SCENARIO, "model", "opponent", "pool"]
+    for rp_judge in _order(contests.loc[kinds == "reward_path", "judge"]):
+        rp = contests[(contests["judge"] == rp_judge) & ~contests["error"].astype(bool)]
+        for ho_judge in heldout_judges:
+            ho = contests[(contests["judge"] == ho_judge) & ~contests["error"].astype(bool)]
+            both = rp[keys + ["score"]].merge(ho[keys + ["score"]], on=keys, suffixes=("_rp", "_ho"))
+            for (arm, opponent, pool), frame in both.groupby(["model", "opponent", "pool"], sort=True):
+                by = frame.groupby(SCENARIO)[["score_rp", "score_ho"]].mean()
+                diff = (by["score_rp"] - by["score_ho"]).to_numpy(dtype=float)
+                row = {"arm": arm, "opponent": opponent, "pool": pool, "reward_path_judge": rp_judge,
+                       "heldout_judge": ho_judge, "reward_path_win_rate": float(by["score_rp"].mean()),
+                       "heldout_win_rate": float(by["score_ho"].mean()), "gap": float(diff.mean()),
+                       "scenarios": int(len(by)), "contests": int(len(frame)), "note": None}
+                if len(diff) >= 2:
+                    row["gap_ci_low"], row["gap_ci_high"] = stats.cluster_t_interval(diff, s.confidence,
+                                                                                     bounds=(-1.0, 1.0))
+                    row["gap_signflip_p"] = stats.sign_flip_test(diff, null=0.0).p_value
+                else:
+                    row["note"] = "fewer than 2 scenarios scored by both"
+                rows.append(row)
+                sources.append(_row_sources(frame, sources_by_run))
+    return Table("reward_path_gap", title, caption, estimand, pd.DataFrame(rows, columns=columns), sources)
+
+
+def ablation_table(contests: pd.DataFrame, s: Settings, sources_by_run, health: Mapping[str, Mapping] | None = None,
+                   health_sources: Mapping[str, Sequence[str]] | None = None) -> Table:
+    health = health or {}
+    health_sources = health_sources or {}
+    part = contests[(contests["pool"] == "train") & (contests["judge"] == s.headline_judge)
+                    & (contests["opponent"] == s.headline_opponent)]
+    rows, sources = [], []
+    base_frame = part[part["model"] == s.headline_arm]
+    for arm in _order(part["model"], s.arms):
+        frame = part[part["model"] == arm]
+        spec = dict(s.arm_specs.get(arm, {}))
+        row = {"arm": arm, "w_rm": spec.get("w_rm"), "w_grm": spec.get("w_grm"), "lam": spec.get("lam"),
+               "external": spec.get("external"), "health": (health.get(arm) or {}).get("verdict"), "note": None}
+        try:
+            n = _headline_numbers(frame, s, s.bar)
+            row.update(win_rate=n["win_rate"], headline_low=n["headline_low"], headline_high=n["headline_high"],
+                       contests=n["contests"], scenarios=n["scenarios"])
+        except ValueError as exc:
+            row["note"] = str(exc)
+        row_sources = set(_row_sources(frame, sources_by_run)) | set(health_sources.get(arm, ()))
+        if arm != s.headline_arm and not base_frame.empty:
+            try:
+                both = pd.concat([base_frame, frame])
+                result = stats.paired_comparison(_stats_view(both), arm, s.headline_arm, opponent=s.headline_opponent,
+                                                 confidence=s.confidence, scenario=SCENARIO)
+                row.update(diff_vs_headline_arm=result["mean_difference"], diff_ci_low=result["ci"]["low"],
+                           diff_ci_high=result["ci"]["high"], diff_signflip_p=result["sign_flip"]["p_value"])
+                row_sources |= set(_row_sources(base_frame, sources_by_run))
+            except ValueError as exc:
+                row["note"] = str(exc)
+        rows.append(row)
+        sources.append(tuple(row_sources))
+    caption = (
+        f"The arms side by side against {s.headline_opponent} on the study scenarios, judged by "
+        f"{s.headline_judge}: committee weights (w_rm, w_grm, disagreement guard lam; external = trained "
+        f"elsewhere), training-health verdict, win rate with the headline interval (logit-scale scenario "
+        f"jackknife), and the difference to the headline arm {s.headline_arm} paired by scenario (t interval "
+        "on the G per-scenario differences, exact sign-flip p). Picking the best of several arms inflates the "
+        "winner; a confirmatory claim needs a pre-registered fresh pool."
+    )
+    columns = ["arm", "w_rm", "w_grm", "lam", "external", "health", "win_rate", "headline_low", "headline_high",
+               "contests", "scenarios", "diff_vs_headline_arm", "diff_ci_low", "diff_ci_high", "diff_signflip_p",
+               "note"]
+    return Table("ablation", "Ablation: the arms side by side", caption,
+                 f"{stats.ESTIMAND}; diff: mean over scenarios of (arm - {s.headline_arm})",
+                 pd.DataFrame(rows, columns=columns), sources)

@@ -1,0 +1,306 @@
+"""The ``summarize`` command: contests, judgments and metrics in; tables and the claims ledger out.
+
+Reads, for every configured run (config ``evaluation.runs``, default
+[1, 2, 3]), ``<evals-dir>/run{run}/contests.parquet`` and
+``judgments.parquet`` (the evaluation contract in docs/CONVENTIONS.md), the
+metrics JSONs (``judge_calibration.json``, ``reward_models.json``,
+``grm.json``; absent ones make their tables and claims not computable) and
+each arm's ``health.json`` / ``training_log.csv``. The contests are checked
+against the judgments they were scored from (a stale or edited contests file
+is refused).
+
+Writes ``<out-tables>/{name}.csv|.md|.tex`` for every table,
+``<out-tables>/index.json`` (a list of {name, title, caption, estimand,
+status, note, n_rows, files: {csv, md, tex}}; file paths relative to the
+repository root) and ``<out-claims>`` ({"claims": [...]}, each claim with
+its value, verdict, retraction, flag and lineage). Everything is computed
+before anything is written; the tables folder and the claims file are
+replaced atomically, so bad input leaves no partial output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+import yaml
+
+from reappraisal import stats
+from reappraisal.atomic import atomic_dir, write_json
+from reappraisal.config import REPO_ROOT
+from reappraisal.errors import PipelineInputError
+from reappraisal.params import parse_params
+
+from . import evaluation_tables as et
+from . import metrics_tables as mt
+from .claims import evaluate_claims, validate_ledger
+from .lineage import DvcIndex, lineage_entries
+from .render import to_csv, to_latex, to_markdown
+from .table import Table
+
+CLAIMS_SCHEMA = REPO_ROOT / "workflow" / "schemas" / "claims.schema.yaml"
+JUDGMENT_COLUMNS = ["run", "judge", "contest_id", "vignette_id", "model", "opponent", "order", "verdict"]
+TABLE_ORDER = [
+    "headline", "per_scenario", "per_run", "head_to_head", "ood", "judge_calibration", "reward_models", "grm",
+    "training_health", "reward_path_gap", "ablation",
+]
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return Path(os.path.relpath(Path(path).resolve(), root.resolve())).as_posix()
+    except ValueError:  # another drive
+        return Path(path).resolve().as_posix()
+
+
+def _read_parquet(path: Path, what: str) -> pd.DataFrame:
+    if not path.is_file():
+        raise PipelineInputError(f"{what} is missing", where=str(path))
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise PipelineInputError(f"{what} is not a readable Parquet file ({type(exc).__name__})",
+                                 where=str(path)) from None
+
+
+def _read_json(path: Path) -> Any:
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise PipelineInputError(f"not valid JSON ({exc.msg}, line {exc.lineno})", where=str(path)) from None
+
+
+def load_run(run: int, evals_dir: Path, runs: Sequence[int]) -> tuple[pd.DataFrame, Path, Path]:
+    """One run's contests, validated against its judgments; returns (contests, contests path, judgments path)."""
+    folder = evals_dir / f"run{run}"
+    contests_path, judgments_path = folder / "contests.parquet", folder / "judgments.parquet"
+    where_runs = f"(config evaluation.runs = {list(runs)})"
+    contests = _read_parquet(contests_path, f"the contests table of evaluation run {run} {where_runs}")
+    missing = [c for c in et.CONTEST_COLUMNS if c not in contests.columns]
+    if missing:
+        raise PipelineInputError(f"contests table lacks column(s) {missing}; expected {et.CONTEST_COLUMNS}",
+                                 where=str(contests_path))
+    if contests.empty:
+        raise PipelineInputError("contests table has no rows", where=str(contests_path))
+    other_runs = sorted(set(map(str, contests["run"].unique())) - {str(run)})
+    if other_runs:
+        raise PipelineInputError(f"rows of run(s) {other_runs} in the file of run {run}; runs are pooled only here",
+                                 where=str(contests_path))
+    try:
+        stats.check_contests(contests)
+    except ValueError as exc:
+        raise PipelineInputError(str(exc), where=str(contests_path)) from None
+    judgments = _read_parquet(judgments_path, f"the judgments table of evaluation run {run} {where_runs}")
+    missing = [c for c in JUDGMENT_COLUMNS if c not in judgments.columns]
+    if missing:
+        raise PipelineInputError(f"judgments table lacks column(s) {missing}", where=str(judgments_path))
+    _check_against_judgments(contests, judgments, contests_path, judgments_path)
+    return contests[et.CONTEST_COLUMNS].copy(), contests_path, judgments_path
+
+
+def _check_against_judgments(contests, judgments, contests_path, judgments_path) -> None:
+    """Every contest's score must be what its two judged orders give."""
+    try:
+        rescored = stats.score_contests(judgments[JUDGMENT_COLUMNS])
+    except ValueError as exc:
+        raise PipelineInputError(str(exc), where=str(judgments_path)) from None
+    keys = list(stats.contests.CONTEST_KEYS)
+    mine = contests[keys + ["score", "error"]].astype({k: str for k in keys})
+    theirs = rescored.astype({k: str for k in keys})
+    merged = mine.merge(theirs, on=keys, how="outer", suffixes=("", "_judged"), indicator=True)
+    unmatched = merged["_merge"] != "both"
+    same_score = (merged["score"] == merged["score_judged"]) | (merged["score"].isna() & merged["score_judged"].isna())
+    differ = unmatched | ~same_score | (merged["error"] != merged["error_judged"])
+    if differ.any():
+        first = merged.loc[differ].iloc[0]
+        raise PipelineInputError(
+            f"{int(differ.sum())} contest(s) disagree with the judgments they were scored from "
+            f"({judgments_path.name}), e.g. judge {first['judge']!r} contest {first['contest_id']!r}; "
+            "rerun the judge stage", where=str(contests_path))
+
+
+def settings_from_params(params: Mapping[str, Any]) -> tuple[et.Settings, list[int]]:
+    summary = params.get("summary") or {}
+    evaluation = params.get("evaluation") or {}
+    policy = params.get("policy") or {}
+    arm_specs = dict(policy.get("arms") or {})
+    arms = evaluation.get("arms") or list(arm_specs)
+    runs = [int(r) for r in evaluation.get("runs") or [1, 2, 3]]
+    s = et.Settings(
+        bar=float(summary.get("bar", stats.DEFAULT_BAR)),
+        confidence=float(summary.get("confidence", 0.95)),
+        n_boot=int(summary.get("n_boot", 100_000)),
+        seed=int(params.get("seed", 0)),
+        headline_judge=str(evaluation.get("headline_judge", "llama-3.1-70b-instruct")),
+        headline_opponent=str(evaluation.get("headline_opponent", "gpt-4-0314")),
+        headline_arm=str(summary.get("headline_arm", "committee")),
+        arms=tuple(arms),
+        arm_specs=arm_specs,
+    )
+    return s, runs
+
+
+def build_tables(contests: pd.DataFrame, s: et.Settings, sources_by_run, metrics: Mapping, health, logs,
+                 arm_sources) -> dict[str, Table]:
+    tables = {
+        "headline": et.headline_table(contests, s, sources_by_run),
+        "per_scenario": et.per_scenario_table(contests, s, sources_by_run),
+        "per_run": et.per_run_table(contests, s, sources_by_run),
+        "head_to_head": et.head_to_head_table(contests, s, sources_by_run),
+        "ood": et.ood_table(contests, s, sources_by_run),
+        "judge_calibration": mt.judge_calibration_table(*metrics["judge_calibration"]),
+        "reward_models": mt.reward_models_table(*metrics["reward_models"]),
+        "grm": mt.grm_table(*metrics["grm"]),
+        "training_health": mt.training_health_table(list(s.arms), health, logs, arm_sources),
+        "reward_path_gap": et.reward_path_gap_table(contests, s, sources_by_run),
+        "ablation": et.ablation_table(contests, s, sources_by_run, health,
+                                      {a: [p for p in arm_sources.get(a, ()) if p.endswith("health.json")]
+                                       for a in s.arms}),
+    }
+    return {name: tables[name] for name in TABLE_ORDER}
+
+
+def _yaml_dates_as_text(value):
+    if isinstance(value, dict):
+        return {k: _yaml_dates_as_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_yaml_dates_as_text(v) for v in value]
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return value.isoformat()
+    return value
+
+
+def summarize(*, evals_dir: Path, metrics_dir: Path, policies_dir: Path, claims_file: Path, params: Mapping,
+              root: Path) -> tuple[dict[str, Table], dict]:
+    """Compute every table and the claims ledger (nothing written)."""
+    s, runs = settings_from_params(params)
+    if s.arms and s.headline_arm not in s.arms:
+        raise PipelineInputError(f"headline arm {s.headline_arm!r} is not an arm (arms: {list(s.arms)})",
+                                 where="config summary.headline_arm")
+    frames, sources_by_run = [], {}
+    for run in runs:
+        frame, contests_path, judgments_path = load_run(run, evals_dir, runs)
+        frames.append(frame)
+        sources_by_run[run] = (_rel(contests_path, root), _rel(judgments_path, root))
+    contests = pd.concat(frames, ignore_index=True)
+    judges = sorted(map(str, contests["judge"].unique()))
+    if s.headline_judge not in judges:
+        raise PipelineInputError(f"headline judge {s.headline_judge!r} judged no contest (judges present: {judges})",
+                                 where="config evaluation.headline_judge")
+
+    metrics = {}
+    for name in ("judge_calibration", "reward_models", "grm"):
+        path = metrics_dir / f"{name}.json"
+        metrics[name] = (_read_json(path), _rel(path, root))
+    health, logs, arm_sources = {}, {}, {}
+    for arm in s.arms:
+        health_path = policies_dir / arm / "health.json"
+        log_path = policies_dir / arm / "training_log.csv"
+        health[arm] = _read_json(health_path)
+        arm_sources[arm] = [_rel(health_path, root)] if health[arm] is not None else []
+        if log_path.is_file():
+            try:
+                logs[arm] = pd.read_csv(log_path)
+            except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+                raise PipelineInputError(f"not a readable CSV training log ({type(exc).__name__})",
+                                         where=str(log_path)) from None
+            arm_sources[arm].append(_rel(log_path, root))
+    tables = build_tables(contests, s, sources_by_run, metrics, health, logs, arm_sources)
+    # a metrics-derived table cites its file only when the file exists
+    for name in ("judge_calibration", "reward_models", "grm"):
+        if metrics[name][0] is None:
+            tables[name].sources = [()] * len(tables[name].frame)
+
+    if not claims_file.is_file():
+        raise PipelineInputError("the claims ledger is missing", where=str(claims_file))
+    try:
+        doc = _yaml_dates_as_text(yaml.safe_load(claims_file.read_text(encoding="utf-8")))
+    except yaml.YAMLError as exc:
+        raise PipelineInputError(f"not valid YAML ({exc.__class__.__name__})", where=str(claims_file)) from None
+    schema = yaml.safe_load(CLAIMS_SCHEMA.read_text(encoding="utf-8"))
+    claims = validate_ledger(doc, schema, tables, where=str(claims_file))
+    settings = {"bar": s.bar, "confidence": s.confidence}
+    records = evaluate_claims(claims, tables, settings)
+    dvc = DvcIndex.read(root)
+    cache: dict = {}
+    for record in records:
+        record["lineage"] = lineage_entries(record.pop("sources"), root, dvc, cache)
+    ledger = {
+        "claims": records,
+        "settings": {"bar": s.bar, "confidence": s.confidence, "headline_judge": s.headline_judge,
+                     "headline_opponent": s.headline_opponent, "headline_arm": s.headline_arm, "runs": runs,
+                     "preset": params.get("preset")},
+        "claims_file": _rel(claims_file, root),
+        "verdicts": {v: sum(r["verdict"] == v for r in records) for v in ("holds", "fails", "retracted",
+                                                                          "not_computable")},
+    }
+    return tables, _json_ready(ledger)
+
+
+def _json_ready(value):
+    import math
+
+    import numpy as np
+
+    if isinstance(value, dict):
+        return {k: _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, (np.floating, float)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def write_outputs(tables: Mapping[str, Table], ledger: dict, out_tables: Path, out_claims: Path, root: Path) -> None:
+    rendered = {name: {"csv": to_csv(t), "md": to_markdown(t), "tex": to_latex(t)} for name, t in tables.items()}
+    index = []
+    for name, table in tables.items():
+        index.append({
+            "name": name, "title": table.title, "caption": table.caption, "estimand": table.estimand,
+            "status": table.status, "note": table.note, "n_rows": int(len(table.frame)),
+            "files": {ext: _rel(out_tables / f"{name}.{ext}", root) for ext in ("csv", "md", "tex")},
+        })
+    with atomic_dir(out_tables) as tmp:
+        for name, files in rendered.items():
+            for ext, text in files.items():
+                (tmp / f"{name}.{ext}").write_text(text, encoding="utf-8")
+        (tmp / "index.json").write_text(json.dumps(index, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    write_json(ledger, out_claims)
+
+
+def cli_main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="reappraisal summarize", description=__doc__.splitlines()[0])
+    ap.add_argument("--evals-dir", default="results/evals", help="folder holding run{run}/contests.parquet")
+    ap.add_argument("--metrics-dir", default="results/metrics")
+    ap.add_argument("--policies-dir", default="results/policies")
+    ap.add_argument("--claims", default="claims.yaml", help="the claims ledger")
+    ap.add_argument("--out-tables", default="results/tables")
+    ap.add_argument("--out-claims", default="results/claims.json")
+    ap.add_argument("--root", default=".", help="repository root: lineage paths are relative to it")
+    ap.add_argument("--params", default=None, help="JSON with sections summary, evaluation, policy, seed, preset")
+    ns = ap.parse_args(argv)
+    params = parse_params(ns.params)
+    root = Path(ns.root)
+    tables, ledger = summarize(evals_dir=Path(ns.evals_dir), metrics_dir=Path(ns.metrics_dir),
+                               policies_dir=Path(ns.policies_dir), claims_file=Path(ns.claims), params=params,
+                               root=root)
+    write_outputs(tables, ledger, Path(ns.out_tables), Path(ns.out_claims), root)
+    head = tables["headline"].frame
+    for row in head.itertuples():
+        if pd.notna(getattr(row, "win_rate", None)):
+            print(f"{row.arm} vs {row.opponent}: win rate {row.win_rate:.3f} "
+                  f"[{row.headline_low:.3f}, {row.headline_high:.3f}] ({row.headline_method}), "
+                  f"{row.contests} contests, {row.scenarios} scenarios")
+    print("claims: " + ", ".join(f"{k} {v}" for k, v in ledger["verdicts"].items()))
+    return 0
