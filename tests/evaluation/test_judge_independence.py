@@ -1,0 +1,61 @@
+"""The demo judge learns only from human pairs the reward path never sees; reward-path verdict bookkeeping."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from transformers import AutoTokenizer
+
+from reappraisal.evaluation.demo_judge import training_examples, verdict_completion
+from reappraisal.evaluation.human_pairs import human_pairs
+from reappraisal.evaluation.judge_spec import load_judge
+from reappraisal.evaluation.reward_path import ensemble_verdicts
+from tests.policy.fakes import build_tiny_policy
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    return AutoTokenizer.from_pretrained(str(build_tiny_policy(tmp_path_factory.mktemp("tok") / "m")))
+
+
+def _targets():
+    rng = np.random.default_rng(0)
+    rows = []
+    for v in ("v1", "v2", "v3"):
+        for split, n in (("train", 12), ("val", 10)):
+            for i in range(n):
+                rows.append({"reappraisal_id": f"{v}-{split}-{i}", "vignette_id": v, "author_type": "human",
+                             "split": split, "text": f"{split} text {v} {i}", "z_effectiveness": rng.normal()})
+        rows.append({"reappraisal_id": f"{v}-gpt4", "vignette_id": v, "author_type": "gpt4", "split": "heldout",
+                     "text": f"reference {v}", "z_effectiveness": 2.0})
+    return pd.DataFrame(rows)
+
+
+def test_demo_judge_examples_come_only_from_the_judge_half_of_validation(tokenizer):
+    targets = _targets()
+    spec = load_judge("demo-judge")
+    pairs = human_pairs(targets, dimension="effectiveness", judge_train_fraction=0.6, seed=5)
+    scenarios = {v: f"Scenario {v}" for v in targets["vignette_id"].unique()}
+    examples = training_examples(pairs, scenarios, spec, tokenizer, min_margin=0.3)
+    assert examples["prompt"] and len(examples["prompt"]) == len(examples["completion"])
+    judge_half = pairs[pairs["half"] == "judge_train"]
+    allowed = set(judge_half["first"]) | set(judge_half["second"])
+    forbidden = set(targets.loc[targets["split"] != "val", "text"]) | set(
+        pairs.loc[pairs["half"] == "calibration", "first"]) | set(pairs.loc[pairs["half"] == "calibration", "second"])
+    used = {t for t in targets["text"] if any(t in p for p in examples["prompt"])}
+    assert used and used <= allowed and not used & forbidden
+    # both orders of every pair, with the verdict following the human margin
+    assert sum(c.endswith("VERDICT: A") for c in examples["completion"]) == len(examples["completion"]) // 2
+
+
+def test_the_taught_reply_parses_as_the_intended_verdict(tokenizer):
+    spec = load_judge("demo-judge")
+    prompt = tokenizer.apply_chat_template(spec.messages("s", "a", "b"), tokenize=False, add_generation_prompt=True)
+    for label in ("A", "B"):
+        assert spec.parse(verdict_completion(prompt, label)) == label
+
+
+def test_ensemble_verdicts_in_both_orders_name_the_higher_scored_answer():
+    out = ensemble_verdicts(np.array([0.9, 0.1, 0.5]), np.array([0.2, 0.4, 0.5]))
+    assert out == {"AB": ["A", "B", "tie"], "BA": ["B", "A", "tie"]}
