@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError, DataValidationError
@@ -82,6 +83,19 @@ class SourceView:
             self.counts["missing_code_cells"] = sum(self._coded.values())
             values = values.mask(coded, "")
         return values
+
+    def cells(self, names: list[str], key: str) -> np.ndarray:
+        """Cells of many columns at once (rows × columns, object), as :meth:`column` reads each."""
+        for name in names:
+            self.raw.column(name, key)  # refuses a missing or duplicated name
+        values = self.raw.frame.loc[self.frame.index, names].to_numpy(dtype=object).astype(str)
+        if self.missing and values.size:
+            coded = np.isin(np.char.strip(values.astype("U")), list(self.missing))
+            for name, n in zip(names, coded.sum(axis=0)):
+                self._coded[name] = int(n)
+            self.counts["missing_code_cells"] = sum(self._coded.values())
+            values = np.where(coded, "", values).astype(object)
+        return values.astype(object)
 
     def field(self, spec: Any, key: str) -> pd.Series:
         """The canonical field declared by ``spec`` (config key ``key``)."""

@@ -211,7 +211,7 @@ def _matrix(view: SourceView, dimensions: Sequence[str]) -> pd.DataFrame:
         rids.append(rid)
         dims.append(dim)
     ids = _ids(view, ["rater_id"])
-    values = np.column_stack([view.column(c, f"{key}.items.pattern").to_numpy(dtype=object) for c in cols]) if len(ids) else np.empty((0, len(cols)), dtype=object)
+    values = view.cells(cols, f"{key}.items.pattern")
     n_rows, n_cols = values.shape
     out = pd.DataFrame(
         {
