@@ -137,7 +137,7 @@ def get_judge_files(names):
 
 def _local_model_input(model):
     """The workflow output a local model path comes from (a base model: the base MANIFEST); [] for hub ids."""
-    if model.rstrip("/") in {MODELS_BASE + role for role in ("reward", "grm", "policy", "judge")}:
+    if os.path.normpath(model) in {MODELS_BASE + role for role in ("reward", "grm", "policy", "judge")}:
         return ["results/models/base/MANIFEST.json"]
     if model.startswith("results/"):
         return [model]
