@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "judge": "reappraisal.evaluation.judge_io:cli_main",
     "summarize": "reappraisal.summary.summarize_io:cli_main",
     "report": "reappraisal.report.build:cli_main",
+    "write-model-cards": "reappraisal.report.cards:cli_main",
 }
 
 

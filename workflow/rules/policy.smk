@@ -81,5 +81,7 @@ rule train_policy:
 
 
 for _arm in sorted(parse_arms(config["policy"])):
-    REPORT_INPUTS[f"policy_{_arm}"] = f"results/policies/{_arm}/health.json"
-    REPORT_INPUTS[f"policy_{_arm}_training_log"] = f"results/policies/{_arm}/training_log.csv"
+    REPORT_INPUTS[f"policy_{_arm}"] = {"path": f"results/policies/{_arm}/health.json", "kind": "policy_health", "arm": _arm}
+    REPORT_INPUTS[f"policy_{_arm}_training_log"] = {
+        "path": f"results/policies/{_arm}/training_log.csv", "kind": "training_log", "arm": _arm,
+    }

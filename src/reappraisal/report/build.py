@@ -1,25 +1,32 @@
-"""The HTML report: renders artifacts, never computes or types a number itself.
+"""The HTML report, laid out like a paper's results section; it renders artifacts and computes nothing.
 
-Every section is read from one input file named on the command line (the
-rule's inputs), and the lineage table lists each input with its sha256, so a
-number in the report can be traced to the artifact it came from. The demo
-preset gets a banner: its numbers carry no scientific meaning.
+Every number on the page is read from an input the rule names (the summary's
+tables and claims ledger, the policies' training logs and health verdicts,
+the metrics files); the lineage appendix lists each input with its sha256,
+and each claim links to the artifacts it was computed from. The output is one
+self-contained HTML file: the CSS is inline, the figures are inline SVG drawn
+by matplotlib, and there is no script or external resource, so it opens
+without a network. The demo preset gets a banner: its numbers carry no
+scientific meaning.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import hashlib
-import html
-import json
+import math
+import re
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import jinja2
+import pandas as pd
+
 from ..atomic import atomic_path
 from ..params import parse_params
-from ..errors import PipelineInputError
+from . import charts
+from .inputs import Artifact, SummaryTable, parse_manifest, read_claims, read_csv, read_json, read_tables_index, sha256_file
 
 DEMO_BANNER = (
     "DEMO PRESET: synthetic data and tiny random-init models. These numbers show that every "
@@ -27,171 +34,322 @@ DEMO_BANNER = (
     "scientific meaning about reappraisal or about any real model."
 )
 
-CSS = """
-body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-.banner{background:#fff3cd;border:1px solid #e0c060;padding:.8em 1em;border-radius:6px;font-weight:600}
-table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.9em}
-td,th{border:1px solid #ccc;padding:.25em .5em;vertical-align:top;text-align:left}
-th{background:#f3f3f3} code{font-size:.85em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em}
-.muted{color:#666;font-size:.85em}
-"""
+#: Sections of the results, in page order: (id, title, names of the summary tables placed there).
+#: A table is placed by its ``name`` in index.json (exact, or ``<key>_…``); the rest go to an appendix.
+RESULT_SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("headline", "Headline: pairwise win rate against the reference answers", ("headline",)),
+    ("per-scenario", "Per scenario", ("per_scenario", "scenarios_clearing")),
+    ("per-run", "Per evaluation run", ("per_run", "run_effect", "runs")),
+    ("head-to-head", "Head-to-head and out-of-distribution", ("head_to_head", "h2h", "ood")),
+    ("reward-path", "Reward-path scorers against the held-out judge; ablation arms", ("reward_path", "ablation", "arms")),
+    ("judges", "Judge calibration", ("judge_calibration", "judges", "calibration")),
+    ("reward-models", "Reward-model ensemble and GRM", ("reward_model", "reward_models", "rm", "grm")),
+    ("training", "Training health", ("training_health", "health", "training")),
+)
 
-#: Titles and one-line captions of known sections (others are shown generically).
-SECTIONS: dict[str, tuple[str, str]] = {
-    "normalize": ("Rating normalization", "z-scores within study × rater × dimension; zero-variance raters handled as configured."),
-    "split": ("Reappraisal split", "Split by reappraisal, stratified by scenario; GPT-4 and opponent answers are held out of all training."),
-    "leakage": ("Leakage check", "n-gram overlap between every training text and every held-out evaluation answer / OOD scenario."),
-    "reward_models": ("Reward-model ensemble", "Held-out pairwise accuracy (ties 0.5), scenario-clustered intervals, best-of-N diagnostic."),
-    "grm": ("Generative reward model", "Held-out accuracy, unparseable verdicts, position consistency, first-slot bias."),
+#: Raw metrics linked from a results section (manifest names), besides their appendix entry.
+SECTION_ARTIFACTS: dict[str, tuple[str, ...]] = {
+    "reward-models": ("reward_models", "grm"),
+    "judges": ("judge_calibration",),
+    "head-to-head": ("ood_disjointness",),
+    "training": (),
+}
+
+#: Known metrics files (manifest names) and the section they belong to.
+KNOWN_ARTIFACTS: dict[str, tuple[str, str]] = {
+    "normalize": ("Rating normalization", "z-scores within study × rater × dimension."),
+    "split": ("Reappraisal split", "Split by reappraisal; GPT-4 and opponent answers are held out of all training."),
+    "leakage": ("Leakage check", "n-gram overlap between training text and every held-out evaluation answer."),
+    "reward_models": ("Reward-model ensemble metrics", "Held-out pairwise accuracy (ties 0.5), scenario-clustered intervals, best-of-N."),
+    "grm": ("Generative reward model metrics", "Held-out accuracy, unparseable verdicts, position consistency, first-slot bias."),
+    "judge_calibration": ("Judge calibration metrics", "Agreement with humans on clearly separated pairs, κ, position bias."),
 }
 
 
-def section_order(name: str) -> tuple[int, str, int]:
-    """Known sections in their listed order, then policy arms (health before log), then the rest."""
-    known = list(SECTIONS)
-    if name in known:
-        return (known.index(name), "", 0)
-    if name.startswith("policy_"):
-        return (len(known), name.removesuffix("_training_log"), int(name.endswith("_training_log")))
-    return (len(known) + 1, name, 0)
+def _placed(name: str, keys: Sequence[str]) -> bool:
+    return any(name == k or name.startswith(k + "_") for k in keys)
 
 
-def section_title(name: str) -> tuple[str, str]:
-    if name in SECTIONS:
-        return SECTIONS[name]
-    if name.startswith("policy_") and name.endswith("_training_log"):
-        arm = name.removeprefix("policy_").removesuffix("_training_log")
-        return (f"Policy arm {arm}: training log", "Per-step GRPO metrics as TRL logged them.")
-    if name.startswith("policy_"):
-        arm = name.removeprefix("policy_")
-        return (f"Policy arm {arm}: training health", "Health verdict with the thresholds from the config.")
-    return (name.replace("_", " ").capitalize(), "")
+def slug(text: Any) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", str(text)).strip("-") or "x"
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+def fmt(value: Any, digits: int = 4) -> str:
+    """A cell as the artifact wrote it: floats to ``digits`` places, NaN as an em dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "—"
+        if value != 0 and abs(value) < 10 ** -(digits - 1):
+            return f"{value:.{max(1, digits - 1)}g}"  # 5e-05, not 0.0001
+        return f"{value:.{digits}f}"
+    return str(value)
 
 
-def render_value(value: Any, depth: int = 0) -> str:
-    """Render JSON as nested tables (numbers as written in the artifact, floats to 4 places)."""
-    if isinstance(value, Mapping):
-        if not value:
-            return "<span class=muted>(empty)</span>"
-        if len(value) > 1 and all(_is_flat_mapping(v) for v in value.values()):
-            # a table of records keyed by name: one row each, one column per field
-            cols = list(dict.fromkeys(k for v in value.values() for k in v))
-            head = "<th></th>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
-            body = "".join(
-                f"<tr><th>{html.escape(str(k))}</th>" + "".join(f"<td>{html.escape(_scalar(v.get(c, '')))}</td>" for c in cols) + "</tr>"
-                for k, v in value.items()
-            )
-            return f"<table><tr>{head}</tr>{body}</table>"
-        rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{render_value(v, depth + 1)}</td></tr>" for k, v in value.items())
-        return f"<table>{rows}</table>"
-    if isinstance(value, list):
-        if not value:
-            return "<span class=muted>(none)</span>"
-        if all(isinstance(v, Mapping) for v in value):
-            cols = list(dict.fromkeys(k for v in value for k in v))
-            head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
-            body = "".join(
-                "<tr>" + "".join(f"<td>{render_value(v.get(c, ''), depth + 1)}</td>" for c in cols) + "</tr>" for v in value[:200]
-            )
-            more = f"<p class=muted>{len(value) - 200} more rows in the artifact</p>" if len(value) > 200 else ""
-            return f"<table><tr>{head}</tr>{body}</table>{more}"
-        return html.escape(", ".join(_scalar(v) for v in value))
-    return html.escape(_scalar(value))
+def fmt_interval(lo: Any, hi: Any, digits: int = 3) -> str:
+    if lo is None or hi is None or (isinstance(lo, float) and math.isnan(lo)) or (isinstance(hi, float) and math.isnan(hi)):
+        return "—"
+    return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
-def _is_flat_mapping(v: Any) -> bool:
-    return isinstance(v, Mapping) and bool(v) and not any(isinstance(x, (Mapping, list)) for x in v.values())
+@dataclass
+class TableView:
+    """A table ready for the template: header, formatted rows, caption and its files."""
+
+    name: str
+    title: str
+    caption: str
+    columns: list[str]
+    rows: list[list[str]]
+    files: Mapping[str, str] = field(default_factory=dict)
+    estimand: str | None = None
+    raw_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _scalar(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4f}"
-    return str(v)
-
-
-#: Training-log columns charted per step, in order (those present are drawn).
-CHARTED = ("reward", "reward_std", "kl", "entropy", "frac_reward_zero_std", "clipped_ratio", "gate_pass_rate", "completion_mean_length")
-
-
-def render_training_log(path: Path) -> str:
-    """Per-step charts of a GRPO training log (CSV with a ``step`` column)."""
-    import pandas as pd
-
-    from .charts import line_chart
-
-    log = pd.read_csv(path)
-    if log.empty or "step" not in log.columns:
-        return "<p class=muted>(training log is empty)</p>"
-    charts = [line_chart(log["step"], log[c], title=c) for c in CHARTED if c in log.columns]
-    return f"<p class=muted>{len(log)} logged steps.</p><div>{''.join(charts)}</div>"
-
-
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-
-
-def build_report(inputs: Mapping[str, str], *, preset: str) -> str:
-    parts = [f"<!doctype html><html><head><meta charset=utf-8><title>Reappraisal pipeline report</title><style>{CSS}</style></head><body>"]
-    parts.append("<h1>Reappraisal RLHF pipeline: report</h1>")
-    if preset == "demo":
-        parts.append(f"<p class=banner>{html.escape(DEMO_BANNER)}</p>")
-    lineage = []
-    for name, path in sorted(inputs.items(), key=lambda kv: section_order(kv[0])):
-        p = Path(path)
-        if not p.exists():
-            raise PipelineInputError("report input does not exist", where=str(p))
-        title, caption = section_title(name)
-        parts.append(f"<h2 id={html.escape(name)}>{html.escape(title)}</h2>")
-        if caption:
-            parts.append(f"<p class=muted>{html.escape(caption)} Source: <code>{html.escape(path)}</code></p>")
-        if p.suffix == ".json":
-            try:
-                parts.append(render_value(json.loads(p.read_text())))
-            except json.JSONDecodeError as exc:
-                raise PipelineInputError(f"not valid JSON ({exc.msg})", where=str(p)) from None
-        elif p.name.endswith("training_log.csv"):
-            parts.append(render_training_log(p))
-        elif p.suffix in {".html", ".htm"}:
-            parts.append(p.read_text())
-        else:
-            parts.append(f"<pre>{html.escape(p.read_text()[:20000])}</pre>")
-        lineage.append({"section": name, "artifact": path, "sha256": sha256_file(p), "bytes": p.stat().st_size})
-    parts.append("<h2 id=lineage>Lineage</h2><p class=muted>Every section above is rendered from exactly these files.</p>")
-    parts.append(render_value(lineage))
-    parts.append(
-        render_value(
-            {
-                "preset": preset,
-                "git commit": git_commit(),
-                "built at (UTC)": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            }
-        )
+def table_view(t: SummaryTable, report_dir: Path) -> TableView:
+    df = t.frame
+    return TableView(
+        name=t.name, title=t.title, caption=t.caption, estimand=t.estimand,
+        columns=[str(c) for c in df.columns],
+        rows=[[fmt(_py(v)) for v in row] for row in df.itertuples(index=False)],
+        files={k: _rel(Path(v), report_dir) for k, v in t.files.items()},
     )
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
+
+
+def _py(v: Any) -> Any:
+    """numpy/pandas scalars as Python ones (ints stay ints)."""
+    if hasattr(v, "item"):
+        v = v.item()
+    return v
+
+
+def _rel(path: Path, base: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(path)
+
+
+HEADLINE_HEADER = (
+    "Arm", "Opponent", "Judge", "Win rate", "Contests", "Scenarios",
+    "Headline 95% CI", "Headline method", "iid Wilson CI (ignores clustering)",
+    "Percentile cluster bootstrap CI (under-covers)",
+    "Sign-flip p vs bar", "p vs 0.5", "Smallest p possible", "Errors",
+)
+
+
+def headline_rows(df: pd.DataFrame) -> list[list[str]]:
+    """The model card's table, regenerated: one row per (arm, opponent, judge), honest columns."""
+    rows = []
+    for r in df.to_dict("records"):
+        rows.append([
+            str(r["arm"]), str(r["opponent"]), str(r["judge"]), fmt(r["win_rate"], 3), fmt(_py(r["contests"])),
+            fmt(_py(r["scenarios"])),
+            fmt_interval(r["headline_low"], r["headline_high"]), str(r["headline_method"]),
+            fmt_interval(r["wilson_low"], r["wilson_high"]), fmt_interval(r["boot_low"], r["boot_high"]),
+            fmt(r["signflip_p_bar"]), fmt(r["signflip_p_half"]), fmt(r["signflip_min_p"]), fmt(_py(r["errors"])),
+        ])
+    return rows
+
+
+def git_commit(cwd: Path | None = None) -> tuple[str | None, bool]:
+    """(HEAD commit, whether tracked files differ from it) of the checkout, or (None, False) outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True,
+                               text=True, check=True).stdout.strip()
+        return head, bool(dirty)
+    except (OSError, subprocess.CalledProcessError):
+        return None, False
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("reappraisal.report", "templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["fmt"] = fmt
+    env.filters["slug"] = slug
+    env.tests["mapping"] = lambda v: isinstance(v, Mapping)
+    env.tests["sequence_of_mappings"] = lambda v: isinstance(v, list) and bool(v) and all(isinstance(x, Mapping) for x in v)
+    env.tests["flat_records"] = lambda v: (
+        isinstance(v, Mapping) and len(v) > 1
+        and all(isinstance(x, Mapping) and x and not any(isinstance(y, (Mapping, list)) for y in x.values()) for x in v.values())
+    )
+    return env
+
+
+def _bar(cfg: Mapping[str, Any]) -> float | None:
+    """The reference rate claims compare with, where the config names one (summary.bar / evaluation.bar)."""
+    for section in ("summary", "evaluation"):
+        value = (cfg.get(section) or {}).get("bar")
+        if isinstance(value, (int, float)):
+            return float(value)
+    return None
+
+
+def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Path, commit: tuple[str | None, bool]) -> dict[str, Any]:
+    report_dir = out.parent
+    by_kind: dict[str, list[Artifact]] = {}
+    for a in artifacts:
+        by_kind.setdefault(a.kind, []).append(a)
+    bar = _bar(cfg)
+
+    # Every input is read (and checked) before anything is drawn: bad input fails fast.
+    claims = []
+    for a in by_kind.get("claims", []):
+        claims += read_claims(a.path)
+
+    # Summary tables (index.json) and where each goes.
+    tables: list[SummaryTable] = []
+    for a in by_kind.get("tables_index", []):
+        tables += read_tables_index(a.path)
+    frames = {t.name: t for t in tables}
+    sections = []
+    placed: set[str] = set()
+    for sid, title, keys in RESULT_SECTIONS:
+        views = [table_view(t, report_dir) for t in tables if t.name not in placed and _placed(t.name, keys)]
+        placed |= {v.name for v in views}
+        sections.append({"id": sid, "title": title, "tables": views, "figures": [],
+                         "artifacts": [a for a in artifacts if a.name in SECTION_ARTIFACTS.get(sid, ())]})
+    section = {s["id"]: s for s in sections}
+    further = [table_view(t, report_dir) for t in tables if t.name not in placed]
+
+    headline = None
+    if "headline" in frames:
+        t = frames["headline"]
+        headline = {"caption": t.caption, "estimand": t.estimand, "header": HEADLINE_HEADER,
+                    "rows": headline_rows(t.frame), "files": table_view(t, report_dir).files, "bar": bar}
+        section["headline"]["tables"] = [v for v in section["headline"]["tables"] if v.name != "headline"]
+
+    if "per_scenario" in frames:
+        df = frames["per_scenario"].frame
+        for (opponent, judge, pool), g in df.groupby(["opponent", "judge", "pool"], sort=False):
+            target = section["head-to-head"] if pool != "train" else section["per-scenario"]
+            title = f"Win rate per scenario vs {opponent} ({pool} pool), judge {judge}"
+            target["figures"].append({
+                "id": f"fig-scenario-{slug(opponent)}-{slug(judge)}-{slug(pool)}",
+                "svg": charts.interval_dot_plot(g, category="vignette_id", name=f"scn-{opponent}-{judge}-{pool}",
+                                                title=title, bar=bar),
+                "caption": (f"{title}. Points: win rate of each arm's contests on that scenario (pooled over runs); "
+                            f"bars: {frames['per_scenario'].caption or 'the interval in per_scenario.csv'}"),
+                "kind": "per-scenario",
+            })
+    if "per_run" in frames:
+        df = frames["per_run"].frame
+        for (opponent, judge), g in df.groupby(["opponent", "judge"], sort=False):
+            title = f"Win rate per evaluation run vs {opponent}, judge {judge}"
+            g = g.assign(run=g["run"].map(lambda r: f"run {r}"))
+            section["per-run"]["figures"].append({
+                "id": f"fig-run-{slug(opponent)}-{slug(judge)}",
+                "svg": charts.interval_dot_plot(g, category="run", name=f"run-{opponent}-{judge}", title=title, bar=bar),
+                "caption": (f"{title}. Three independent evaluations (fresh generations, fresh judging); "
+                            "they are pooled only in the headline."),
+                "kind": "per-run",
+            })
+
+    # Training health: curves per arm and the verdicts.
+    logs = {a.arm or a.name: read_csv(a.path) for a in by_kind.get("training_log", [])}
+    logs = {arm: log for arm, log in logs.items() if not log.empty}
+    if logs:
+        section["training"]["figures"].append({
+            "id": "fig-training",
+            "svg": charts.training_curves(logs, name="training", title="GRPO training health per arm"),
+            "caption": "Per optimizer step, as TRL logged it (results/policies/{arm}/training_log.csv).",
+            "kind": "training",
+        })
+    health = []
+    for a in by_kind.get("policy_health", []):
+        h = read_json(a.path)
+        health.append({
+            "arm": a.arm or a.name, "verdict": h.get("verdict"), "n_steps": h.get("n_steps"),
+            "checks": [
+                {"name": k, "value": fmt(c.get("value")), "threshold": fmt(c.get("threshold")), "passed": c.get("passed"),
+                 "description": c.get("description", "")}
+                for k, c in (h.get("checks") or {}).items()
+            ],
+        })
+
+    # Judge calibration (from the calibrate_judge artifact).
+    calibration = None
+    for a in by_kind.get("judge_calibration", []):
+        cal = read_json(a.path)
+        judges = cal.get("judges") or {}
+        rows = []
+        for name, j in judges.items():
+            agreement = j.get("agreement") or {}
+            fsb = j.get("first_slot_bias") or {}
+            rows.append([name, fmt(j.get("n_pairs")), fmt(agreement.get("wrong")), fmt(agreement.get("half")),
+                         fmt(agreement.get("dropped")), fmt(j.get("kappa")), fmt(j.get("position_consistency")),
+                         fmt(j.get("flips")), fmt(j.get("ties")),
+                         f"{fmt(fsb.get('first'))} / {fmt(fsb.get('second'))} (p {fmt(fsb.get('p_value'))})",
+                         fmt(j.get("passed"))])
+        by_margin = {n: j.get("by_margin") or [] for n, j in judges.items() if j.get("by_margin")}
+        figure = None
+        if by_margin:
+            figure = {"id": "fig-calibration", "kind": "calibration",
+                      "svg": charts.agreement_by_margin(by_margin, name="calibration", title="Judge agreement by human margin"),
+                      "caption": "Agreement with human preference (undecided pairs counted 0.5) per human-margin bin."}
+        calibration = {
+            "header": ("Judge", "Pairs", "Agreement (undecided wrong)", "(as 0.5)", "(dropped)", "Cohen's κ",
+                       "Position consistency", "Flips", "Ties", "First-slot / second-slot wins", "Passed"),
+            "rows": rows, "selected": cal.get("selected"), "min_agreement": cal.get("min_agreement"),
+            "accepted_weak": cal.get("accepted_weak"), "delta": cal.get("delta"), "figure": figure,
+            "path": str(a.path),
+        }
+
+    cards = [{"path": _rel(a.path, report_dir), "artifact": str(a.path.parent), "sha256": sha256_file(a.path)}
+             for a in by_kind.get("model_card", [])]
+
+    appendix = []
+    lineage = []
+    for a in artifacts:
+        lineage.append({"name": a.name, "kind": a.kind, "path": str(a.path), "sha256": sha256_file(a.path) if a.path.is_file() else None,
+                        "bytes": a.path.stat().st_size if a.path.is_file() else None})
+        title, caption = KNOWN_ARTIFACTS.get(a.name, (a.name.replace("_", " "), ""))
+        if a.path.suffix == ".json" and a.kind not in {"claims", "tables_index"}:
+            appendix.append({"id": f"artifact-{slug(a.name)}", "title": title, "caption": caption, "path": str(a.path),
+                             "data": read_json(a.path)})
+    head, dirty = commit
+    return {
+        "preset": cfg.get("preset"), "banner": DEMO_BANNER if cfg.get("preset") == "demo" else None,
+        "headline": headline, "sections": sections, "further": further, "health": health,
+        "calibration": calibration, "claims": claims, "cards": cards, "appendix": appendix, "lineage": lineage,
+        "commit": head, "dirty": dirty, "bar": bar, "has_summary": bool(tables),
+    }
+
+
+def render(context: Mapping[str, Any]) -> str:
+    return _environment().get_template("report.html.j2").render(**context)
+
+
+def build_report(inputs: Mapping[str, Any], cfg: Mapping[str, Any], *, out: Path) -> str:
+    artifacts = parse_manifest(inputs)
+    return render(build_context(artifacts, cfg, out=out, commit=git_commit()))
 
 
 def cli_main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(prog="reappraisal report", description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--inputs", required=True, help="JSON object: section name -> artifact path")
+    ap.add_argument("--inputs", required=True, help="JSON object: artifact name -> path or {path, kind, arm}")
     ap.add_argument("--params", required=True)
+    ap.add_argument("--model-cards", nargs="*", default=[], help="the regenerated model cards (README.md), linked and hashed")
     args = ap.parse_args(argv)
     cfg = parse_params(args.params)
-    inputs = parse_params(args.inputs)
-    text = build_report(inputs, preset=cfg["preset"])
-    with atomic_path(args.out, suffix=".html") as tmp:
+    inputs = dict(parse_params(args.inputs))
+    for path in args.model_cards:
+        inputs[f"model card {Path(path).parent}"] = {"path": path, "kind": "model_card"}
+    out = Path(args.out)
+    text = build_report(inputs, cfg, out=out)
+    with atomic_path(out, suffix=".html") as tmp:
         tmp.write_text(text, encoding="utf-8")
-    print(f"report: {args.out} ({len(inputs)} sections)")
+    print(f"report: {out} ({len(inputs)} inputs)")
     return 0

@@ -1,49 +1,159 @@
-"""Small inline SVG line charts for the report (no plotting dependency). Pure."""
+"""The report's figures: matplotlib (Agg backend) drawing inline SVG.
+
+Each function takes the summary's rows as a DataFrame and returns one SVG
+document as text (no XML prolog, so it can sit inside HTML). Output is
+deterministic: no date in the metadata, and a fixed per-figure hash salt so
+the ids of two figures on one page never collide.
+"""
 
 from __future__ import annotations
 
-import html
+import io
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # before pyplot: no display, no GUI toolkit
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+PALETTE = ("#1f5fa6", "#c0392b", "#2e8b57", "#8e44ad", "#d68910", "#566573", "#117a65", "#a04000")
+
+plt.rcParams.update(
+    {
+        "font.family": "DejaVu Sans",
+        "font.size": 9,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.grid": True,
+        "grid.color": "#e5e5e5",
+        "grid.linewidth": 0.6,
+        "svg.fonttype": "path",  # glyphs as paths: the SVG needs no font to render
+    }
+)
 
 
-def line_chart(
-    x: Sequence[float], y: Sequence[float], *, title: str, width: int = 260, height: int = 140, pad: int = 30
+def colors(names: Sequence[str]) -> dict[str, str]:
+    return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(names)}
+
+
+def to_svg(fig, name: str, label: str) -> str:
+    """The figure as an inline SVG element with an accessible label; the figure is closed."""
+    buf = io.StringIO()
+    with plt.rc_context({"svg.hashsalt": name}):
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+    text = buf.getvalue()
+    text = text[text.index("<svg") :]
+    return text.replace("<svg ", f'<svg role="img" aria-label="{_attr(label)}" ', 1)
+
+
+def _attr(s: str) -> str:
+    return s.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+
+
+def interval_dot_plot(
+    df: pd.DataFrame,
+    *,
+    category: str,
+    group: str = "arm",
+    name: str,
+    title: str,
+    bar: float | None = None,
+    ylabel: str = "win rate",
 ) -> str:
-    """An SVG line chart of ``y`` against ``x``; non-finite points are skipped."""
-    pts = [(float(a), float(b)) for a, b in zip(x, y) if _finite(a) and _finite(b)]
-    head = f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" aria-label="{html.escape(title)}">'
-    title_el = f'<text x="{width / 2}" y="14" text-anchor="middle" font-size="12">{html.escape(title)}</text>'
-    if not pts:
-        return f'{head}{title_el}<text x="{width / 2}" y="{height / 2}" text-anchor="middle" font-size="11" fill="#888">no data</text></svg>'
-    xs, ys = zip(*pts)
-    x0, x1 = min(xs), max(xs)
-    y0, y1 = min(ys), max(ys)
-    if x1 == x0:
-        x0, x1 = x0 - 1, x1 + 1
-    if y1 == y0:
-        y0, y1 = y0 - 1, y1 + 1
-    sx = lambda v: pad + (v - x0) / (x1 - x0) * (width - 2 * pad)  # noqa: E731
-    sy = lambda v: height - pad + (y0 - v) / (y1 - y0) * (height - 2 * pad)  # noqa: E731
-    path = " ".join(f"{sx(a):.1f},{sy(b):.1f}" for a, b in pts)
-    axes = (
-        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#999"/>'
-        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#999"/>'
-        f'<text x="{pad - 3}" y="{pad + 4}" text-anchor="end" font-size="9">{_fmt(y1)}</text>'
-        f'<text x="{pad - 3}" y="{height - pad}" text-anchor="end" font-size="9">{_fmt(y0)}</text>'
-        f'<text x="{pad}" y="{height - pad + 12}" font-size="9">{_fmt(x0)}</text>'
-        f'<text x="{width - pad}" y="{height - pad + 12}" text-anchor="end" font-size="9">{_fmt(x1)}</text>'
-    )
-    dots = "".join(f'<circle cx="{sx(a):.1f}" cy="{sy(b):.1f}" r="1.8" fill="#2a6fb0"/>' for a, b in pts) if len(pts) <= 60 else ""
-    return f'{head}{title_el}{axes}<polyline fill="none" stroke="#2a6fb0" stroke-width="1.5" points="{path}"/>{dots}</svg>'
+    """Point estimate (``win_rate``) with its interval (``ci_low``..``ci_high``) per ``category``, one colour per ``group``.
+
+    Points of one category are dodged side by side; the dashed line is
+    ``bar`` (e.g. the reference rate a claim compares with), the dotted one 0.5.
+    """
+    cats = list(dict.fromkeys(df[category].astype(str)))
+    groups = list(dict.fromkeys(df[group].astype(str)))
+    palette = colors(groups)
+    width = max(4.8, 0.75 * len(cats) * max(1, len(groups)) ** 0.5 + 1.8)
+    fig, ax = plt.subplots(figsize=(min(width, 10.5), 3.2))
+    step = 0.7 / max(1, len(groups))
+    for gi, g in enumerate(groups):
+        rows = df[df[group].astype(str) == g]
+        x = np.array([cats.index(str(c)) for c in rows[category]]) + (gi - (len(groups) - 1) / 2) * step
+        y = rows["win_rate"].to_numpy(float)
+        lo = np.clip(y - rows["ci_low"].to_numpy(float), 0, None)
+        hi = np.clip(rows["ci_high"].to_numpy(float) - y, 0, None)
+        ax.errorbar(x, y, yerr=[lo, hi], fmt="o", ms=4.5, capsize=2.5, lw=1.2, color=palette[g], label=g)
+    ax.axhline(0.5, color="#888", lw=0.8, ls=":")
+    if bar is not None and math.isfinite(bar):
+        ax.axhline(bar, color="#555", lw=0.9, ls="--")
+        ax.annotate(f"bar {bar:g}", xy=(1.0, bar), xycoords=("axes fraction", "data"), fontsize=7.5,
+                    ha="right", va="bottom", color="#555")
+    ax.set_xticks(range(len(cats)), cats, rotation=30 if max(map(len, cats), default=0) > 6 else 0, ha="right" if max(map(len, cats), default=0) > 6 else "center")
+    ax.set_xlim(-0.6, len(cats) - 0.4)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel(ylabel)
+    ax.set_xlabel(category.replace("_", " "))
+    ax.set_title(title, fontsize=9.5, loc="left")
+    if len(groups) > 1:
+        ax.legend(frameon=False, fontsize=8, ncol=min(4, len(groups)), loc="lower left")
+    return to_svg(fig, name, title)
 
 
-def _finite(v) -> bool:
-    try:
-        return math.isfinite(float(v))
-    except (TypeError, ValueError):
-        return False
+#: Training-log columns drawn per step, with the axis label (those present are drawn).
+TRAINING_METRICS: tuple[tuple[str, str], ...] = (
+    ("reward", "reward (mean)"),
+    ("reward_std", "reward std within groups"),
+    ("kl", "KL to reference"),
+    ("entropy", "entropy"),
+    ("frac_reward_zero_std", "groups with zero reward std"),
+    ("clipped_ratio", "completions truncated"),
+    ("gate_pass_rate", "format-gate pass rate"),
+    ("completion_mean_length", "completion length (tokens)"),
+)
 
 
-def _fmt(v: float) -> str:
-    return f"{v:.3g}"
+def training_curves(logs: Mapping[str, pd.DataFrame], *, name: str, title: str) -> str:
+    """Small multiples, one panel per training metric, one line per arm (x = optimizer step)."""
+    present = [(c, lab) for c, lab in TRAINING_METRICS if any(c in log.columns for log in logs.values())]
+    if not present:
+        raise ValueError("no known training metric in any log")
+    ncols = 4
+    nrows = math.ceil(len(present) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(10.5, 2.3 * nrows), squeeze=False)
+    palette = colors(list(logs))
+    for ax, (col, label) in zip(axes.flat, present):
+        for arm, log in logs.items():
+            if col in log.columns and "step" in log.columns:
+                d = log[["step", col]].apply(pd.to_numeric, errors="coerce").dropna()
+                ax.plot(d["step"], d[col], marker="o" if len(d) <= 30 else None, ms=2.5, lw=1.3, color=palette[arm], label=arm)
+        ax.set_title(label, fontsize=8.5, loc="left")
+        ax.tick_params(labelsize=7.5)
+        ax.set_xlabel("step", fontsize=7.5)
+    for ax in list(axes.flat)[len(present):]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, frameon=False, fontsize=8, ncol=len(labels), loc="upper right", bbox_to_anchor=(1.0, 1.04))
+    fig.suptitle(title, fontsize=9.5, x=0.01, ha="left", y=1.04)
+    fig.tight_layout()
+    return to_svg(fig, name, title)
+
+
+def agreement_by_margin(judges: Mapping[str, Sequence[Mapping]], *, name: str, title: str) -> str:
+    """Judge agreement with humans per human-margin bin, one line per judge (marker area ∝ pairs)."""
+    fig, ax = plt.subplots(figsize=(5.4, 3.0))
+    palette = colors(list(judges))
+    for judge, bins in judges.items():
+        bins = [b for b in bins if b.get("agreement") is not None]
+        if not bins:
+            continue
+        labels = [str(b["bin"]) for b in bins]
+        ax.plot(labels, [float(b["agreement"]) for b in bins], color=palette[judge], lw=1.3, label=judge)
+        ax.scatter(labels, [float(b["agreement"]) for b in bins], s=[8 + 2 * float(b.get("n", 0)) ** 0.5 * 4 for b in bins],
+                   color=palette[judge], zorder=3)
+    ax.axhline(0.5, color="#888", lw=0.8, ls=":")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("human margin (|z| gap) bin")
+    ax.set_ylabel("agreement with humans")
+    ax.set_title(title, fontsize=9.5, loc="left")
+    ax.legend(frameon=False, fontsize=8)
+    return to_svg(fig, name, title)

@@ -1,0 +1,208 @@
+"""Model cards (README.md) for every trained artifact, regenerated from artifacts and the claims ledger.
+
+One card each for the reward-model ensemble (``results/models/rm/README.md``),
+the GRM and each policy arm (``results/policies/{arm}/README.md``), in the
+shape of a published Hugging Face card: YAML front matter, what the model is,
+how it was trained, evaluation tables, the claims about it with their
+verdicts (retracted ones struck through with the reason), limitations and
+provenance (every file read, with its sha256). Every number is read from an
+artifact; the card computes nothing.
+
+The GRM's card cannot sit inside ``results/models/grm/``: that folder is the
+training rule's directory output, and neither Snakemake nor DVC lets another
+stage write inside it. It is written beside it, to ``results/models/grm_card/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import jinja2
+import pandas as pd
+
+from ..atomic import atomic_path
+from ..errors import PipelineInputError
+from ..params import parse_params
+from .build import DEMO_BANNER, fmt, fmt_interval, git_commit
+from .inputs import Artifact, parse_manifest, read_claims, read_csv, read_json, read_tables_index, sha256_file
+
+
+def md_cell(value: Any) -> str:
+    """A value as one Markdown table cell (pipes escaped, newlines folded)."""
+    text = value if isinstance(value, str) else fmt(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("reappraisal.report", "templates"),
+        autoescape=False,  # Markdown
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["fmt"] = fmt
+    env.filters["cell"] = md_cell
+    env.filters["sentence"] = lambda t: (str(t)[:1].upper() + str(t)[1:]) if t else ""
+    env.globals["interval"] = fmt_interval
+    return env
+
+
+def claims_about(claims: Sequence[Mapping[str, Any]], *, names: Sequence[str] = (), paths: Sequence[str] = ()) -> list[dict]:
+    """Claims that name one of ``names`` as a word (id, text or rule) or were computed from a file under ``paths``."""
+    pattern = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, names)) + r")(?![A-Za-z0-9_])") if names else None
+    out = []
+    for c in claims:
+        text = " ".join(str(c.get(k, "")) for k in ("id", "text", "rule"))
+        by_name = bool(pattern and pattern.search(text))
+        by_path = any(str(l.get("path", "")).startswith(tuple(paths)) for l in c.get("lineage") or []) if paths else False
+        if by_name or by_path:
+            out.append(dict(c))
+    return out
+
+
+def _rows(df: pd.DataFrame | None, **match: Any) -> list[dict[str, Any]]:
+    if df is None:
+        return []
+    sel = df
+    for k, v in match.items():
+        if k in sel.columns:
+            sel = sel[sel[k].astype(str) == str(v)]
+    return sel.to_dict("records")
+
+
+class CardInputs:
+    """Everything the cards read, loaded once from the manifest."""
+
+    def __init__(self, artifacts: list[Artifact], cfg: Mapping[str, Any]):
+        self.cfg = cfg
+        self.artifacts = artifacts
+        kinds: dict[str, list[Artifact]] = {}
+        for a in artifacts:
+            kinds.setdefault(a.kind, []).append(a)
+        self.kinds = kinds
+        self.tables = {}
+        for a in kinds.get("tables_index", []):
+            self.tables.update({t.name: t for t in read_tables_index(a.path)})
+        self.claims = [c for a in kinds.get("claims", []) for c in read_claims(a.path)]
+        self.health = {a.arm or a.name: read_json(a.path) for a in kinds.get("policy_health", [])}
+        self.logs = {a.arm or a.name: read_csv(a.path) for a in kinds.get("training_log", [])}
+        self.metrics = {a.name: read_json(a.path) for a in artifacts if a.kind in {"reward_models", "grm", "judge_calibration"}}
+
+    def frame(self, name: str) -> pd.DataFrame | None:
+        t = self.tables.get(name)
+        return None if t is None else t.frame
+
+    def provenance(self, kinds: Sequence[str] = (), extra: Sequence[Path] = (), arm: str | None = None) -> list[dict[str, Any]]:
+        files = [a.path for a in self.artifacts
+                 if a.kind in kinds and a.path.is_file() and (arm is None or a.arm in (None, arm))]
+        files += [p for p in extra if p.is_file()]
+        files += [t.csv for t in self.tables.values()] if "tables_index" in kinds else []
+        seen, out = set(), []
+        for p in files:
+            if str(p) not in seen:
+                seen.add(str(p))
+                out.append({"path": str(p), "sha256": sha256_file(p)})
+        return out
+
+
+def _common(inp: CardInputs) -> dict[str, Any]:
+    head, dirty = git_commit()
+    return {"preset": inp.cfg.get("preset"), "banner": DEMO_BANNER if inp.cfg.get("preset") == "demo" else None,
+            "commit": head, "dirty": dirty, "has_summary": bool(inp.tables), "has_claims": bool(inp.claims)}
+
+
+def ensemble_card(inp: CardInputs, seed_dirs: Sequence[Path]) -> str:
+    rm = inp.metrics.get("reward_models")
+    if rm is None:
+        raise PipelineInputError("the ensemble card needs the reward-model metrics (input named reward_models)", where="--inputs")
+    seeds = []
+    for d in seed_dirs:
+        m = read_json(Path(d) / "metrics.json")
+        pw = (m.get("validation") or {}).get("pairwise") or {}
+        seeds.append({"name": Path(d).name, "dir": str(d), "seed": m.get("seed"), "effective_seed": m.get("effective_seed"),
+                      "pairwise": pw, "train_loss": m.get("train_loss"), "steps": m.get("global_steps"),
+                      "n_train": m.get("n_train"), "n_val": m.get("n_val"), "base": m.get("base"), "config": m.get("config") or {}})
+    ctx = _common(inp) | {
+        "rm": rm, "ens": rm.get("ensemble") or {}, "per_seed": rm.get("per_seed") or {}, "seeds": seeds,
+        "base": seeds[0]["base"] if seeds else None, "tables": [t for n, t in inp.tables.items() if n.startswith(("reward_model", "rm"))],
+        "claims": claims_about(inp.claims, names=("reward_model", "reward model", "ensemble", "RMv2", "rm"),
+                               paths=("results/metrics/reward_models.json", "results/models/rm")),
+        "provenance": inp.provenance(("reward_models",), [Path(d) / "metrics.json" for d in seed_dirs]),
+    }
+    return _environment().get_template("card_ensemble.md.j2").render(**ctx)
+
+
+def grm_card(inp: CardInputs, grm_dir: Path) -> str:
+    grm = inp.metrics.get("grm")
+    if grm is None:
+        raise PipelineInputError("the GRM card needs the GRM metrics (input named grm)", where="--inputs")
+    models = grm.get("models") or {}
+    ctx = _common(inp) | {
+        "grm": grm, "models": models, "headline_model": grm.get("headline_model"), "grm_dir": str(grm_dir),
+        "cfg_grm": inp.cfg.get("grm") or {}, "base": (inp.cfg.get("models") or {}).get("grm_base"),
+        "tables": [t for n, t in inp.tables.items() if n.startswith("grm")],
+        "claims": claims_about(inp.claims, names=("grm", "GRM"), paths=("results/metrics/grm.json", "results/models/grm")),
+        "provenance": inp.provenance(("grm",)),
+    }
+    return _environment().get_template("card_grm.md.j2").render(**ctx)
+
+
+def policy_card(inp: CardInputs, arm: str) -> str:
+    policy = inp.cfg.get("policy") or {}
+    arms = policy.get("arms") or {}
+    if arm not in inp.health:
+        raise PipelineInputError(f"no training health for arm {arm!r} among the inputs", where="--inputs")
+    log = inp.logs.get(arm)
+    first = log.iloc[0].to_dict() if log is not None and not log.empty else {}
+    last = log.iloc[-1].to_dict() if log is not None and not log.empty else {}
+    headline = _rows(inp.frame("headline"), arm=arm)
+    others = [{"name": t.name, "title": t.title, "caption": t.caption, "rows": _rows(t.frame, arm=arm)}
+              for n, t in inp.tables.items()
+              if n not in {"headline", "per_scenario"} and "arm" in t.frame.columns and _rows(t.frame, arm=arm)]
+    ctx = _common(inp) | {
+        "arm": arm, "weights": arms.get(arm) or {}, "policy": policy, "health": inp.health[arm],
+        "base": (inp.cfg.get("models") or {}).get("policy_base"), "first": first, "last": last,
+        "n_logged": 0 if log is None else len(log), "headline": headline, "headline_caption": (inp.tables.get("headline").caption
+                                                                                              if "headline" in inp.tables else None),
+        "per_scenario": _rows(inp.frame("per_scenario"), arm=arm), "others": others,
+        "claims": claims_about(inp.claims, names=(arm,), paths=(f"results/policies/{arm}/",)),
+        "warm_start": bool((policy.get("warm_start") or {}).get("enabled")),
+        "provenance": inp.provenance(("policy_health", "training_log", "tables_index", "claims"), arm=arm),
+    }
+    return _environment().get_template("card_policy.md.j2").render(**ctx)
+
+
+def _write(path: Path, text: str) -> None:
+    with atomic_path(path, suffix=".md") as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def cli_main(argv: Sequence[str]) -> int:
+    ap = argparse.ArgumentParser(prog="reappraisal write-model-cards", description=__doc__.splitlines()[0])
+    ap.add_argument("--inputs", required=True, help="the report's manifest (JSON): name -> path or {path, kind, arm}")
+    ap.add_argument("--params", required=True)
+    ap.add_argument("--rm-dirs", nargs="+", required=True, help="the ensemble's seed folders")
+    ap.add_argument("--ensemble-out", required=True)
+    ap.add_argument("--grm-dir", required=True)
+    ap.add_argument("--grm-out", required=True)
+    ap.add_argument("--policy-out", nargs="*", default=[], metavar="ARM=PATH")
+    args = ap.parse_args(argv)
+    cfg = parse_params(args.params)
+    inp = CardInputs(parse_manifest(parse_params(args.inputs)), cfg)
+    outputs: dict[Path, str] = {Path(args.ensemble_out): ensemble_card(inp, [Path(d) for d in args.rm_dirs]),
+                                Path(args.grm_out): grm_card(inp, Path(args.grm_dir))}
+    for spec in args.policy_out:
+        arm, sep, path = spec.partition("=")
+        if not sep:
+            raise PipelineInputError(f"expected ARM=PATH, got {spec!r}", where="--policy-out")
+        outputs[Path(path)] = policy_card(inp, arm)
+    # All rendered before any is written: a bad input leaves no card behind.
+    for path, text in outputs.items():
+        _write(path, text)
+    print(f"model cards: {', '.join(map(str, outputs))}")
+    return 0

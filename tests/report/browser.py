@@ -1,0 +1,65 @@
+"""Open an HTML file in headless Chromium (Debian's package, driven by Playwright over the DevTools protocol)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def ensure_chromium() -> str:
+    """The system chromium, installed with apt-get when missing (CI starts on a fresh machine)."""
+    path = shutil.which("chromium") or (CHROMIUM if Path(CHROMIUM).exists() else None)
+    if path:
+        return path
+    env = {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    subprocess.run(["apt-get", "update", "-q"], check=True, capture_output=True, env=env, timeout=600)
+    proc = subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], capture_output=True, text=True, env=env, timeout=1200)
+    if proc.returncode != 0:
+        raise RuntimeError(f"apt-get install -y chromium failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    return shutil.which("chromium") or CHROMIUM
+
+
+@dataclass
+class Rendered:
+    console_errors: list[str] = field(default_factory=list)
+    boxes: dict[str, dict | None] = field(default_factory=dict)
+    headline_rows: int = 0
+    figures: list[dict] = field(default_factory=list)
+    failed_requests: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+
+
+def render(html: Path, screenshot: Path, chromium: str, selectors: tuple[str, ...] = ()) -> Rendered:
+    """Load ``html`` (file://), record console errors, page errors and every request, measure
+    ``selectors`` and every figure's SVG, and save a full-page screenshot."""
+    from playwright.sync_api import sync_playwright
+
+    out = Rendered()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.on("console", lambda m: out.console_errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: out.console_errors.append(f"pageerror: {e}"))
+            page.on("request", lambda r: out.requests.append(r.url))
+            page.on("requestfailed", lambda r: out.failed_requests.append(r.url))
+            page.goto(html.resolve().as_uri(), wait_until="load")
+            for sel in selectors:
+                loc = page.locator(sel)
+                out.boxes[sel] = loc.first.bounding_box() if loc.count() and loc.first.is_visible() else None
+            out.headline_rows = page.locator("#headline-table tbody tr:visible").count()
+            out.figures = page.evaluate(
+                """() => [...document.querySelectorAll('figure.plot')].map(f => {
+                    const s = f.querySelector('svg'); const r = s ? s.getBoundingClientRect() : null;
+                    return {id: f.id, width: r ? r.width : 0, height: r ? r.height : 0,
+                            shapes: s ? s.querySelectorAll('path, use').length : 0};
+                })"""
+            )
+            page.screenshot(path=str(screenshot), full_page=True)
+        finally:
+            browser.close()
+    return out

@@ -1,0 +1,199 @@
+"""The report renders the summary's tables, figures and claims ledger as one self-contained page."""
+
+from __future__ import annotations
+
+import hashlib
+import html as htmllib
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from reappraisal.cli import main as cli
+from tests.report.summary_fixture import ARMS, BAR, manifest
+
+
+class Page(HTMLParser):
+    """Elements by id, table cells by table id, external references and scripts."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.ids: dict[str, str] = {}
+        self.cells: dict[str, list[str]] = {}
+        self.refs: list[str] = []
+        self.tags: list[str] = []
+        self._table: list[str] = []
+        self._cell: list[str] | None = None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags.append(tag)
+        if "id" in a:
+            self.ids[a["id"]] = tag
+        if tag == "table":
+            self._table.append(a.get("id", ""))
+        if tag in {"td", "th"}:
+            self._cell = []
+        for key in ("src", "href", "xlink:href"):
+            if key in a:
+                self.refs.append(a[key])
+
+    def handle_endtag(self, tag):
+        if tag in {"td", "th"} and self._cell is not None and self._table:
+            self.cells.setdefault(self._table[-1], []).append("".join(self._cell).strip())
+            self._cell = None
+        if tag == "table" and self._table:
+            self._table.pop()
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def build_fixture_report(root: Path) -> tuple[dict, Path]:
+    """The report of the fixture's summary, built in ``root`` as the rule would (paths relative to it)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        inputs = manifest(Path("."))
+        rc = cli(["report", "--out", "results/report.html", "--inputs", json.dumps(inputs),
+                  "--params", json.dumps({"preset": "demo", "summary": {"bar": BAR}})])
+    assert rc == 0
+    return inputs, root / "results/report.html"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    inputs, path = build_fixture_report(root)
+    text = path.read_text()
+    return root, inputs, text, Page(text)
+
+
+def test_headline_table_is_the_summary_headline_with_honest_labels(built):
+    root, _, text, page = built
+    head = pd.read_csv(root / "results/tables/headline.csv")
+    cells = page.cells["headline-table"]
+    assert "iid Wilson CI (ignores clustering)" in cells
+    assert "Percentile cluster bootstrap CI (under-covers)" in cells
+    for r in head.to_dict("records"):
+        i = cells.index(r["arm"])
+        row = cells[i : i + 14]
+        assert row[3] == f"{r['win_rate']:.3f}"
+        assert row[4] == str(r["contests"])
+        assert row[6] == f"[{r['headline_low']:.3f}, {r['headline_high']:.3f}]"
+        assert row[7] == r["headline_method"]
+        assert row[8] == f"[{r['wilson_low']:.3f}, {r['wilson_high']:.3f}]"
+        assert row[9] == f"[{r['boot_low']:.3f}, {r['boot_high']:.3f}]"
+    caption = json.loads((root / "results/tables/index.json").read_text())[0]["caption"]
+    assert caption in text
+    assert "DEMO PRESET" in text and page.ids.get("demo-banner") == "p"
+
+
+def test_every_table_in_the_index_is_rendered_and_figures_are_inline_svg(built):
+    root, _, text, page = built
+    index = json.loads((root / "results/tables/index.json").read_text())
+    for entry in index:
+        if entry["name"] != "headline":
+            assert f"table-{entry['name']}" in page.ids, entry["name"]
+        df = pd.read_csv(root / entry["files"]["csv"])
+        assert len(page.cells.get("headline-table" if entry["name"] == "headline" else f"table-{entry['name']}", [])) >= len(df)
+    # per-scenario: one figure per (opponent, judge, pool); per-run: one per (opponent, judge); training; calibration
+    figures = [k for k in page.ids if k.startswith("fig-")]
+    assert {"fig-scenario-gpt-4-0314-demo-judge-train", "fig-scenario-qwen2-5-72b-demo-judge-ood",
+            "fig-run-gpt-4-0314-demo-judge", "fig-training", "fig-calibration"} <= set(figures)
+    assert text.count("<svg") == len(figures)
+    # Each arm's per-scenario point is drawn: matplotlib writes one legend entry per arm.
+    scenario_svg = text[text.index('id="fig-scenario-gpt-4-0314-demo-judge-train"'):]
+    scenario_svg = scenario_svg[: scenario_svg.index("</figure>")]
+    for arm in ARMS:
+        assert f"<!-- {arm} -->" in scenario_svg  # matplotlib keeps each text as a comment beside its glyph paths
+
+
+def test_page_is_self_contained(built):
+    _, _, text, page = built
+    assert "script" not in page.tags and "link" not in page.tags and "img" not in page.tags
+    external = [r for r in page.refs if re.match(r"^[a-z]+://", r) or r.startswith("//")]
+    assert external == []
+    assert not re.search(r"url\(\s*['\"]?(https?:)?//", text)  # no remote CSS resources
+    assert "@import" not in text
+
+
+def test_claims_ledger_strikes_retractions_and_links_each_value_to_its_lineage(built):
+    root, _, text, page = built
+    claims = json.loads((root / "results/claims.json").read_text())["claims"]
+    retracted = next(c for c in claims if c["verdict"] == "retracted")
+    row = text[text.index(f'id="claim-{retracted["id"]}"'):]
+    row = row[: row.index("</tr>")]
+    assert f"<del>{retracted['text']}</del>" in htmllib.unescape(row)
+    assert retracted["retraction"]["reason"] in row and retracted["retraction"]["date"] in row
+    assert f'href="#claim-{retracted["retraction"]["replacement"]}"' in row
+    flagged = next(c for c in claims if c["flag"])
+    assert flagged["flag"] in text
+    for c in claims:
+        if c["lineage"]:
+            assert f'href="#lineage-{c["id"]}"' in text and f"lineage-{c['id']}" in page.ids
+            block = text[text.index(f'id="lineage-{c["id"]}"'):]
+            block = block[: block.index("</table>")]
+            for entry in c["lineage"]:
+                assert entry["sha256"] in block and entry["path"] in block and entry["dvc_stage"] in block
+    held = next(c for c in claims if c["verdict"] == "holds" or c["verdict"] == "fails")
+    assert f"{held['value']:.4f}</a>" in text
+
+
+def test_lineage_lists_every_input_with_its_hash_and_policy_arms_come_from_kinds(built):
+    root, inputs, text, page = built
+    for name, spec in inputs.items():
+        path = spec["path"] if isinstance(spec, dict) else spec
+        digest = hashlib.sha256((root / path).read_bytes()).hexdigest()
+        assert digest in page.cells["lineage-table"], path
+    # An arm named "policy_heavy" is an arm like any other (nothing is parsed back from names).
+    health_cells = page.cells["health-table"]
+    assert set(ARMS) <= set(health_cells)
+
+
+def test_without_summary_the_page_says_so(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    inputs = {k: v for k, v in manifest(Path(".")).items() if k not in {"summary_tables", "claims"}}
+    assert cli(["report", "--out", "r.html", "--inputs", json.dumps(inputs), "--params", '{"preset": "paper"}']) == 0
+    text = Path("r.html").read_text()
+    assert 'id="no-summary"' in text and "No headline table" in text and "DEMO PRESET" not in text
+    assert 'id="fig-training"' in text
+
+
+@pytest.mark.parametrize(
+    "breakage,message",
+    [
+        (lambda root: _drop_column(root / "results/tables/headline.csv", "wilson_low"), "missing column(s) ['wilson_low']"),
+        (lambda root: _edit_claims(root, verdict="probably"), "verdict 'probably' is not one of"),
+        (lambda root: _edit_claims(root, drop="lineage"), "missing key(s) ['lineage']"),
+        (lambda root: (root / "results/tables/per_run.csv").unlink(), "table file does not exist"),
+        (lambda root: (root / "results/tables/index.json").write_text("[{"), "not valid JSON"),
+    ],
+)
+def test_bad_summary_input_is_one_clear_error_and_no_report(tmp_path, monkeypatch, capsys, breakage, message):
+    monkeypatch.chdir(tmp_path)
+    inputs = manifest(Path("."))
+    breakage(tmp_path)
+    rc = cli(["report", "--out", "results/report.html", "--inputs", json.dumps(inputs), "--params", '{"preset": "demo"}'])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and message in err[0], err
+    assert "results/" in err[0]  # names the file
+    assert not (tmp_path / "results/report.html").exists()
+
+
+def _drop_column(path: Path, column: str) -> None:
+    pd.read_csv(path).drop(columns=[column]).to_csv(path, index=False)
+
+
+def _edit_claims(root: Path, verdict: str | None = None, drop: str | None = None) -> None:
+    path = root / "results/claims.json"
+    doc = json.loads(path.read_text())
+    if verdict:
+        doc["claims"][0]["verdict"] = verdict
+    if drop:
+        del doc["claims"][0][drop]
+    path.write_text(json.dumps(doc))
