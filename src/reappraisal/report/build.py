@@ -108,7 +108,8 @@ class TableView:
     rows: list[list[str]]
     files: Mapping[str, str] = field(default_factory=dict)
     estimand: str | None = None
-    raw_rows: list[dict[str, Any]] = field(default_factory=list)
+    status: str | None = None
+    note: str | None = None
 
 
 def table_view(t: SummaryTable, report_dir: Path) -> TableView:
@@ -118,6 +119,7 @@ def table_view(t: SummaryTable, report_dir: Path) -> TableView:
         columns=[str(c) for c in df.columns],
         rows=[[fmt(_py(v)) for v in row] for row in df.itertuples(index=False)],
         files={k: _rel(Path(v), report_dir) for k, v in t.files.items()},
+        status=t.status, note=t.note,
     )
 
 
@@ -226,7 +228,7 @@ def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Pat
     headline = None
     if "headline" in frames:
         t = frames["headline"]
-        headline = {"caption": t.caption, "estimand": t.estimand, "header": HEADLINE_HEADER,
+        headline = {"caption": t.caption, "estimand": t.estimand, "header": HEADLINE_HEADER, "note": t.note,
                     "rows": headline_rows(t.frame), "files": table_view(t, report_dir).files, "bar": bar}
         section["headline"]["tables"] = [v for v in section["headline"]["tables"] if v.name != "headline"]
 

@@ -79,6 +79,8 @@ def read_csv(path: Path, columns: tuple[str, ...] = ()) -> pd.DataFrame:
     """A summary CSV with numbers parsed, checked to hold ``columns``."""
     try:
         df = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        df = pd.DataFrame()
     except (ValueError, OSError) as exc:
         raise DataValidationError(f"cannot be read as CSV ({exc.__class__.__name__}: {exc})", where=str(path)) from None
     missing = [c for c in columns if c not in df.columns]
@@ -98,6 +100,8 @@ class SummaryTable:
     csv: Path
     frame: pd.DataFrame
     files: Mapping[str, str]
+    status: str | None = None
+    note: str | None = None
 
 
 def _resolve(rel: str, index_path: Path) -> Path:
@@ -131,6 +135,7 @@ def read_tables_index(index_path: Path) -> list[SummaryTable]:
                 name=str(entry["name"]), title=str(entry["title"]), caption=str(entry["caption"]),
                 estimand=entry.get("estimand"), csv=csv, frame=frame,
                 files={k: str(_resolve(v, index_path)) for k, v in files.items()},
+                status=entry.get("status"), note=entry.get("note"),
             )
         )
     return tables
