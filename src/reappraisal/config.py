@@ -93,18 +93,58 @@ def _short_message(err) -> str:
 
 def _check_semantics(config: Mapping[str, Any]) -> None:
     """Rules a JSON schema cannot express well, with the reason in the message."""
-    policy = config.get("policy") or {}
-    beta = policy.get("beta")
-    if beta is not None and beta <= 0:
-        raise ConfigError(
-            f"beta must be > 0 (got {beta}): without a KL penalty GRPO drifts freely from the "
-            "reference model and reward-hacks the committee",
-            where="config key 'policy.beta'",
-        )
+    beta = (config.get("policy") or {}).get("beta")
+    if beta is not None:
+        check_kl_beta(beta, where="config key 'policy.beta'")
     dims = (config.get("data") or {}).get("dimensions") or []
     primary = (config.get("data") or {}).get("primary_dimension")
     if primary is not None and dims and primary not in dims:
         raise ConfigError(f"{primary!r} is not among data.dimensions {dims}", where="config key 'data.primary_dimension'")
+
+
+def check_kl_beta(beta: float, *, where: str) -> float:
+    """The KL coefficient of a GRPO stage, refused unless > 0 (every GRPO stage and the config check call it)."""
+    beta = float(beta)
+    if not beta > 0:
+        raise ConfigError(
+            f"beta must be > 0 (got {beta}): without a KL penalty GRPO drifts freely from the "
+            "reference model and reward-hacks the committee",
+            where=where,
+        )
+    return beta
+
+
+def with_defaults(section: str, values: Mapping[str, Any] | None, schema_path: Path = SCHEMA_PATH) -> dict[str, Any]:
+    """A top-level config section as a stage received it, validated and with the schema's defaults filled.
+
+    The schema is the one source of defaults: stages read their sections
+    through this (or get them from a validated config), never with
+    fallbacks of their own. A copy is returned; ``values`` is not changed.
+    """
+    import jsonschema
+
+    schema = _load_schema(schema_path)
+    if section not in schema["properties"]:
+        raise KeyError(f"the config schema has no section {section!r}")
+    sub = {**schema["properties"][section], "$defs": schema.get("$defs", {})}
+    out = copy.deepcopy(dict(values or {}))
+    validator_cls = _validator_with_defaults(jsonschema.Draft202012Validator)
+    errors = sorted(validator_cls(sub).iter_errors(out), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        key = ".".join([section, *(str(p) for p in err.absolute_path)])
+        raise ConfigError(_short_message(err), where=f"config key '{key}'")
+    return out
+
+
+def _load_schema(schema_path: Path = SCHEMA_PATH) -> dict[str, Any]:
+    key = str(schema_path)
+    if key not in _SCHEMAS:
+        _SCHEMAS[key] = yaml.safe_load(Path(schema_path).read_text())
+    return copy.deepcopy(_SCHEMAS[key])
+
+
+_SCHEMAS: dict[str, dict[str, Any]] = {}
 
 
 def _validator_with_defaults(validator_class):

@@ -108,7 +108,8 @@ def test_cli_bad_delta_and_bad_traces_file_fail_with_one_line(tables, tmp_path, 
 @pytest.mark.slow
 def test_teacher_traces_file_and_skipped_rl_stage(tables, tiny_base, tmp_path):
     from reappraisal.grm.pairs import both_orders
-    from reappraisal.grm.train import read_table, train_grm
+    from reappraisal.grm.train import train_grm
+    from reappraisal.tables import read_table
 
     items = both_orders(tables["pairs"][tables["pairs"]["split"] == "train"]).head(8)
     wrong = {"A": "B", "B": "A"}
@@ -127,3 +128,75 @@ def test_teacher_traces_file_and_skipped_rl_stage(tables, tiny_base, tmp_path):
     assert summary["sft"]["source"] == "traces_file"
     assert summary["sft"]["n_rows"] == 6 and summary["sft"]["n_dropped_wrong_verdict"] == 2
     assert "skipped" in summary["grpo"] and (tmp_path / "grm" / "config.json").is_file()
+
+
+class Killed(Exception):
+    pass
+
+
+def test_killed_stages_resume_from_their_last_complete_checkpoints(tables, tiny_base, tmp_path):
+    """Killed mid-SFT, mid-save and after the final GRPO checkpoint: each rerun continues where it was."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from transformers import TrainerCallback
+
+    from reappraisal.grm.train import train_grm
+    from reappraisal.training import last_complete_checkpoint
+
+    cfg = tiny_cfg(sft={"epochs": 2, "save_steps": 4, "logging_steps": 1}, grpo={"steps": 2, "save_steps": 1})
+    kw = dict(cfg=cfg, data_cfg=DATA_CFG, seed=7, out_dir=tmp_path / "grm", sft_out_dir=tmp_path / "grm_sft")
+    args = (str(tiny_base), tables["pairs"], tables["targets"], tables["vignettes"])
+    work = tmp_path / ".grm.work"
+
+    def stage(args):
+        return Path(args.output_dir).name
+
+    class KillAt(TrainerCallback):
+        def __init__(self, where, step=None):
+            self.where, self.step = where, step
+
+        def on_save(self, args, state, control, **kw):
+            if stage(args) == self.where and state.global_step == (self.step or state.max_steps):
+                raise Killed(f"{self.where} {state.global_step}")
+
+    class Probe(TrainerCallback):
+        def __init__(self):
+            self.seen = {}
+
+        def on_train_begin(self, args, state, control, **kw):
+            self.seen[stage(args)] = state.global_step
+
+        def on_step_begin(self, args, state, control, optimizer=None, **kw):
+            key = stage(args) + "_adam_step"
+            if key not in self.seen:
+                param = next(p for g in optimizer.param_groups for p in g["params"])
+                self.seen[key] = float(optimizer.state[param].get("step", 0.0))  # 0: a fresh optimizer
+
+    with pytest.raises(Killed):
+        train_grm(*args, **kw, callbacks=[KillAt("sft", 4)])
+    assert last_complete_checkpoint(work / "sft").name == "checkpoint-4"
+    shutil.copytree(work / "sft" / "checkpoint-4", work / "sft" / "checkpoint-8")  # killed while saving step 8:
+    (work / "sft" / "checkpoint-8" / "trainer_state.json").unlink()  # the trainer state is written last
+    stale = Path(tempfile.mkdtemp(prefix=".grm.", suffix=".tmp", dir=tmp_path))
+
+    probe = Probe()
+    with pytest.raises(Killed):
+        train_grm(*args, **kw, callbacks=[probe, KillAt("grpo")])
+    assert probe.seen == {"sft": 4, "sft_adam_step": 4.0, "grpo": 0, "grpo_adam_step": 0.0}
+    assert not stale.exists()
+
+    probe = Probe()
+    summary = train_grm(*args, **kw, callbacks=[probe])
+    assert probe.seen == {}  # both schedules had ended: nothing is trained again
+    n_sft = summary["sft"]["global_step"]
+    losses = [r["loss"] for r in summary["sft"]["log"] if "loss" in r]
+    assert [r["step"] for r in summary["sft"]["log"] if "loss" in r] == list(range(1, n_sft + 1))
+    assert summary["sft"]["train_loss"] == pytest.approx(sum(losses) / n_sft)  # the whole run, not the last segment
+    assert summary["sft"]["resumed_from"] == f"checkpoint-{n_sft}"
+    assert summary["grpo"]["global_step"] == 2 and [r["step"] for r in summary["grpo"]["log"] if "reward" in r] == [1, 2]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grm", "grm_sft"]  # work folder and temporaries gone
+    for d in ("grm", "grm_sft"):
+        assert (tmp_path / d / "config.json").is_file() and (tmp_path / d / "model.safetensors").is_file()
+        assert not (tmp_path / d / "optimizer.pt").exists()

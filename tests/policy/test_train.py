@@ -21,6 +21,10 @@ POLICY = dict(
 COMMITTEE = ArmSpec("committee", CommitteeWeights(0.5, 0.5, 0.5))
 
 
+def fakes(device):
+    return FakeRM(), FakeGRM()
+
+
 def test_warm_start_gives_well_formed_varied_answers(warm_policy, vignettes):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -45,7 +49,7 @@ def test_train_arm_end_to_end(tmp_path, warm_policy, vignettes):
 
     out = tmp_path / "committee"
     health = train_policy(arm=COMMITTEE, policy=POLICY, model_dir=warm_policy, vignettes=vignettes, out_dir=out,
-                          rm_scorer=FakeRM(), grm_scorer=FakeGRM(), seed=0)
+                          scorers=fakes, seed=0)
     AutoModelForCausalLM.from_pretrained(out / "model")
     AutoTokenizer.from_pretrained(out / "model")
     log = pd.read_csv(out / "training_log.csv")
@@ -65,21 +69,37 @@ class Interrupted(Exception):
     pass
 
 
-def test_rerun_resumes_from_last_checkpoint(tmp_path, warm_policy, vignettes):
+def test_killed_runs_resume_from_the_last_complete_checkpoint_and_stop_at_max_steps(tmp_path, warm_policy, vignettes):
+    """Killed mid-run, then mid-save, then after the final checkpoint: every rerun continues, none passes max_steps."""
+    import shutil
+    import tempfile
+
     from transformers import TrainerCallback
 
     policy = dict(POLICY, max_steps=4, save_steps=2)
     out = tmp_path / "arm"
+    ckpts = out / "checkpoints"
+    kw = dict(arm=COMMITTEE, policy=policy, model_dir=warm_policy, vignettes=vignettes, out_dir=out, scorers=fakes, seed=0)
 
-    class InterruptAfterFirstSave(TrainerCallback):
+    class InterruptAtSave(TrainerCallback):
+        def __init__(self, step):
+            self.step = step
+
         def on_save(self, args, state, control, **kw):
-            raise Interrupted(state.global_step)
+            if state.global_step == self.step:
+                raise Interrupted(state.global_step)
 
     with pytest.raises(Interrupted):
-        train_policy(arm=COMMITTEE, policy=policy, model_dir=warm_policy, vignettes=vignettes, out_dir=out,
-                     rm_scorer=FakeRM(), grm_scorer=FakeGRM(), seed=0, callbacks=[InterruptAfterFirstSave()])
-    assert (out / "checkpoints" / "checkpoint-2").is_dir()
+        train_policy(**kw, callbacks=[InterruptAtSave(2)])
+    assert (ckpts / "checkpoint-2" / "trainer_state.json").is_file()
     assert not (out / "model").exists() and not (out / "health.json").exists()
+    # a kill while checkpoint-4 was being written: weights there, trainer state not yet
+    (ckpts / "checkpoint-4").mkdir()
+    shutil.copy(ckpts / "checkpoint-2" / "model.safetensors", ckpts / "checkpoint-4")
+    # and what killed atomic writes of the outputs leave behind (atomic's own naming)
+    stale = [Path(tempfile.mkstemp(prefix=".health.json.", suffix=".json", dir=out)[1]),
+             Path(tempfile.mkdtemp(prefix=".model.", suffix=".tmp", dir=out))]
+    (out / "notes.txt").write_text("not ours to remove")
 
     seen = {}
 
@@ -92,21 +112,49 @@ def test_rerun_resumes_from_last_checkpoint(tmp_path, warm_policy, vignettes):
                 param = next(p for g in optimizer.param_groups for p in g["params"])
                 seen["adam_step"] = float(optimizer.state[param]["step"])
 
-    health = train_policy(arm=COMMITTEE, policy=policy, model_dir=warm_policy, vignettes=vignettes, out_dir=out,
-                          rm_scorer=FakeRM(), grm_scorer=FakeGRM(), seed=0, callbacks=[Probe()])
+    with pytest.raises(Interrupted):  # killed again, right after the final checkpoint was complete
+        train_policy(**kw, callbacks=[Probe(), InterruptAtSave(4)])
     assert seen == {"start_step": 2, "adam_step": 2.0}  # step count and optimizer state restored
-    assert health["resumed_from"].endswith("checkpoint-2") and health["global_step"] == 4
-    assert list(pd.read_csv(out / "training_log.csv")["step"]) == [1, 2, 3, 4]
-    assert not (out / "checkpoints").exists()
+    assert (ckpts / "checkpoint-4" / "trainer_state.json").is_file()
+
+    seen.clear()
+    health = train_policy(**kw, callbacks=[Probe()])
+    assert seen == {}  # the schedule had ended at checkpoint-4: nothing is trained again
+    assert health["resumed_from"].endswith("checkpoint-4") and health["global_step"] == 4
+    assert list(pd.read_csv(out / "training_log.csv")["step"]) == [1, 2, 3, 4]  # the whole run, not one segment
+    assert json.loads((out / "health.json").read_text())["global_step"] == 4
+    from transformers import AutoModelForCausalLM
+
+    AutoModelForCausalLM.from_pretrained(out / "model")
+    assert sorted(p.name for p in out.iterdir()) == ["health.json", "model", "notes.txt", "training_log.csv"]
+    assert not any(p.exists() for p in stale)
+
+
+def test_changed_settings_start_over(tmp_path, warm_policy, vignettes):
+    from transformers import TrainerCallback
+
+    out = tmp_path / "arm"
+
+    class Stop(TrainerCallback):
+        def on_save(self, args, state, control, **kw):
+            raise Interrupted(state.global_step)
+
+    with pytest.raises(Interrupted):
+        train_policy(arm=COMMITTEE, policy=dict(POLICY, max_steps=2, save_steps=1), model_dir=warm_policy,
+                     vignettes=vignettes, out_dir=out, scorers=fakes, seed=0, callbacks=[Stop()])
+    health = train_policy(arm=COMMITTEE, policy=dict(POLICY, max_steps=2, save_steps=1, lr=2e-4), model_dir=warm_policy,
+                          vignettes=vignettes, out_dir=out, scorers=fakes, seed=0)
+    assert health["resumed_from"] is None and health["global_step"] == 2
 
 
 def test_paper_preset_has_the_model_cards_settings(tmp_path):
     cfg = load_config(overrides={"preset": "paper"})
-    s = grpo_settings(cfg["policy"], seed=cfg["seed"], output_dir=tmp_path)
+    s = grpo_settings(cfg["policy"], seed=cfg["seed"], output_dir=tmp_path, bf16_capable=True)  # as on the cluster
     assert (s["learning_rate"], s["beta"], s["num_generations"], s["max_steps"], s["bf16"]) == (8e-6, 0.04, 12, 500, True)
     assert cfg["policy"]["launcher"] == {"accelerate_config": "workflow/accelerate/zero2_4gpu.yaml", "num_processes": 4}
     assert "use_vllm" not in s
-    vllm = grpo_settings(dict(cfg["policy"], vllm={"enabled": True, "mode": "colocate"}), seed=0, output_dir=tmp_path)
+    vllm = grpo_settings(dict(cfg["policy"], vllm={"enabled": True, "mode": "colocate"}), seed=0, output_dir=tmp_path,
+                         bf16_capable=True)
     assert vllm["use_vllm"] and vllm["vllm_mode"] == "colocate"
     check_batch_fits(cfg["policy"], n_prompts=6, world_size=4)  # 4 prompt groups of 12 per step from 6 scenarios
     demo = load_config()["policy"]
@@ -118,6 +166,8 @@ def test_zero_beta_is_refused_with_a_reason(tmp_path):
         load_config(overrides={"policy": {"beta": 0.0}})
     with pytest.raises(ConfigError, match="beta must be > 0"):
         grpo_settings(dict(POLICY, beta=0.0), seed=0, output_dir=tmp_path)
+    with pytest.raises(ConfigError, match="bf16"):  # bf16 where no GPU can: refused, not silently fp32
+        grpo_settings(dict(POLICY, precision="bf16"), seed=0, output_dir=tmp_path, bf16_capable=False)
 
 
 def test_batch_layout_checks():
@@ -125,6 +175,10 @@ def test_batch_layout_checks():
         check_batch_fits(dict(POLICY, per_device_train_batch_size=6), n_prompts=4, world_size=1)
     with pytest.raises(ConfigError, match="distinct prompts"):
         check_batch_fits(dict(POLICY, per_device_train_batch_size=24), n_prompts=4, world_size=1)
+    # a group may straddle two processes (6 + 6 completions, groups of 4), but the batch must stay fillable
+    check_batch_fits(dict(POLICY, per_device_train_batch_size=6), n_prompts=4, world_size=2)
+    with pytest.raises(ConfigError, match="2 process"):
+        check_batch_fits(dict(POLICY, per_device_train_batch_size=12), n_prompts=4, world_size=2)
 
 
 def test_arms_from_config_and_external(tmp_path):
@@ -138,8 +192,7 @@ def test_arms_from_config_and_external(tmp_path):
     assert resolve_model_dir(tmp_path / "bt_reward" / "model") == "/ckpt/bt"
     assert len(pd.read_csv(tmp_path / "bt_reward" / "training_log.csv")) == 0
     with pytest.raises(PipelineInputError):
-        train_policy(arm=ext, policy=POLICY, model_dir="x", vignettes=None, out_dir=tmp_path, rm_scorer=None,
-                     grm_scorer=None, seed=0)
+        train_policy(arm=ext, policy=POLICY, model_dir="x", vignettes=None, out_dir=tmp_path, scorers=fakes, seed=0)
     with pytest.raises(ConfigError):
         parse_arms({"arms": {"bad": {"external": "/x", "w_rm": 1.0}}})
 

@@ -47,11 +47,12 @@ def tiny_train_config(**overrides):
         eval_steps=100,
         logging_steps=100,
         warmup_ratio=0.0,
+        weight_decay=0.0,
         lr_scheduler_type="linear",
         cpu_threads=1,
     )
     base.update(overrides)
-    return RewardTrainConfig(**base)
+    return RewardTrainConfig.from_section(base)  # the rest: the schema's defaults
 
 
 def toy_examples(toy_tables):

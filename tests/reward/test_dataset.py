@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from reappraisal.errors import DataValidationError, PipelineInputError
-from reappraisal.reward.dataset import examples_for_split, read_table
+from reappraisal.reward.dataset import examples_for_split
+from reappraisal.tables import read_table
 
 from .conftest import DIMS
 
@@ -63,6 +64,6 @@ def test_fingerprint_tracks_the_data(toy_tables):
 
 def test_read_table_errors(tmp_path, toy_files):
     with pytest.raises(PipelineInputError, match="not found"):
-        read_table(tmp_path / "nope.parquet", ["a"], "targets")
+        read_table(tmp_path / "nope.parquet", ["a"])
     with pytest.raises(DataValidationError, match="missing column"):
-        read_table(toy_files["vignettes"], ["vignette_id", "nope"], "vignettes")
+        read_table(toy_files["vignettes"], ["vignette_id", "nope"])

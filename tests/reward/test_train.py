@@ -1,6 +1,7 @@
 """Training one seed: different seeds differ, the card is written, an interrupted run resumes."""
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -8,7 +9,8 @@ from safetensors.torch import load_file
 from transformers import TrainerCallback
 
 from reappraisal.errors import PipelineInputError
-from reappraisal.reward.train import last_complete_checkpoint, masked_mse, train_reward_model
+from reappraisal.reward.train import masked_mse, train_reward_model
+from reappraisal.training import last_complete_checkpoint
 
 from .conftest import tiny_train_config, toy_examples
 
@@ -51,50 +53,83 @@ def test_masked_mse_ignores_unrated_dimensions():
 
 
 class _Crash(TrainerCallback):
-    """Simulates a kill right after the checkpoint at ``step`` was saved."""
+    """Simulates a kill right after the checkpoint at ``step`` was saved (``None``: the final one)."""
 
-    def __init__(self, step):
+    def __init__(self, step=None):
         self.step = step
 
     def on_save(self, args, state, control, **kwargs):
-        if state.global_step >= self.step:
+        if state.global_step == (self.step or state.max_steps):
             raise KeyboardInterrupt("killed")
 
 
-def test_interrupted_run_resumes_and_matches_an_uninterrupted_one(tmp_path, tiny_base, toy_tables):
+class _Probe(TrainerCallback):
+    """Records the step training starts at and the optimizer's step count at the first step."""
+
+    def __init__(self):
+        self.seen = {}
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.seen["start_step"] = state.global_step
+
+    def on_step_begin(self, args, state, control, optimizer=None, **kwargs):
+        if "adam_step" not in self.seen:
+            param = next(p for g in optimizer.param_groups for p in g["params"])
+            self.seen["adam_step"] = float(optimizer.state[param]["step"])
+
+
+def test_killed_runs_resume_and_match_an_uninterrupted_one(tmp_path, tiny_base, toy_tables):
+    """Killed mid-run, mid-save and after the final checkpoint: the result equals one uninterrupted run."""
+    import shutil
+    import tempfile
+
     train, val, val_pairs = toy_examples(toy_tables)
     kw = dict(base=str(tiny_base), train=train, val=val, val_pairs=val_pairs, seed=2, global_seed=100,
-              cfg=tiny_train_config(num_train_epochs=1), primary_dimension="effectiveness")
+              cfg=tiny_train_config(num_train_epochs=1, logging_steps=2), primary_dimension="effectiveness")
+    fresh = train_reward_model(out_dir=tmp_path / "fresh" / "seed2", **kw)
+    n = fresh["global_steps"]
+    assert fresh["resumed_from"] is None and n >= 7
+
     out = tmp_path / "seed2"
+    work = tmp_path / ".seed2.work"
     with pytest.raises(KeyboardInterrupt):
         train_reward_model(out_dir=out, callbacks=[_Crash(3)], **kw)
-    work = tmp_path / ".seed2.work"
     assert not out.exists()  # nothing Snakemake could take for a finished model
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".seed2.") and p.name.endswith(".tmp")] == []
     assert last_complete_checkpoint(work).name == "checkpoint-3"
+    # a kill while checkpoint-6 was being written (weights there, trainer state half-written),
+    # and the temporary output folder a kill during the final write leaves
+    (work / "checkpoint-6").mkdir()
+    shutil.copy(work / "checkpoint-3" / "model.safetensors", work / "checkpoint-6")
+    (work / "checkpoint-6" / "trainer_state.json").write_text('{"global_step": 6, "log_hi')
+    stale = Path(tempfile.mkdtemp(prefix=".seed2.", suffix=".tmp", dir=tmp_path))
 
-    resumed = train_reward_model(out_dir=out, **kw)
-    assert resumed["resumed_from"] == "checkpoint-3"
+    probe = _Probe()
+    with pytest.raises(KeyboardInterrupt):
+        train_reward_model(out_dir=out, callbacks=[probe, _Crash()], **kw)
+    assert probe.seen == {"start_step": 3, "adam_step": 3.0}  # step count and optimizer state restored
+    assert last_complete_checkpoint(work).name == f"checkpoint-{n}"
+    assert not stale.exists()
+
+    probe = _Probe()
+    resumed = train_reward_model(out_dir=out, callbacks=[probe], **kw)
+    assert probe.seen == {}  # the final checkpoint ends the schedule: nothing trained again
+    assert resumed["resumed_from"] == f"checkpoint-{n}" and resumed["global_steps"] == n
+    assert resumed["train_loss"] == pytest.approx(fresh["train_loss"], rel=1e-6)  # over the whole run
+    assert resumed["validation"]["pairwise"]["accuracy"] == fresh["validation"]["pairwise"]["accuracy"]
     assert not work.exists()
-
-    fresh = train_reward_model(out_dir=tmp_path / "fresh" / "seed2", **kw)
-    assert fresh["resumed_from"] is None and fresh["global_steps"] == resumed["global_steps"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "seed2"]
     a, b = _weights(out), _weights(tmp_path / "fresh" / "seed2")
     for k in a:
         torch.testing.assert_close(a[k], b[k], atol=1e-5, rtol=1e-4)
 
 
-def test_stale_work_dir_and_incomplete_checkpoint_restart_cleanly(tmp_path, tiny_base, toy_tables):
+def test_stale_work_dir_restarts_cleanly(tmp_path, tiny_base, toy_tables):
     train, val, val_pairs = toy_examples(toy_tables)
     kw = dict(base=str(tiny_base), train=train, val=val, val_pairs=val_pairs, seed=0, global_seed=100,
               primary_dimension="effectiveness")
     out = tmp_path / "seed0"
     with pytest.raises(KeyboardInterrupt):
         train_reward_model(out_dir=out, callbacks=[_Crash(3)], cfg=tiny_train_config(num_train_epochs=1), **kw)
-    work = tmp_path / ".seed0.work"
-    (work / "checkpoint-6").mkdir()  # a kill during saving: no trainer_state.json
-    assert last_complete_checkpoint(work).name == "checkpoint-3"
-    assert not (work / "checkpoint-6").exists()
     # other settings: the old checkpoints are discarded, training starts over
     summary = train_reward_model(out_dir=out, cfg=tiny_train_config(num_train_epochs=1, learning_rate=1e-3), **kw)
     assert summary["resumed_from"] is None and out.exists()

@@ -31,6 +31,7 @@ import pandas as pd
 from reappraisal.atomic import write_json, write_parquet
 from reappraisal.params import parse_params
 from reappraisal.errors import PipelineInputError
+from reappraisal.tables import read_table
 from reappraisal.stats import (
     agreement_by_margin,
     first_slot_bias,
@@ -41,7 +42,7 @@ from reappraisal.stats import (
 
 from .judge import Judge
 from .pairs import both_orders, select_pairs
-from .train import SUMMARY_FILE, read_table, scenario_texts
+from .train import SUMMARY_FILE, scenario_texts
 from .verdict import ERROR, verdict_counts
 
 CHANCE = 0.5
@@ -246,7 +247,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         models["sft"] = ns.sft_model
     models["final"] = ns.model
     metrics, raw = evaluate_grm(
-        models, read_table(ns.pairs, ns.pairs), read_table(ns.vignettes, ns.vignettes), cfg=cfg,
+        models, read_table(ns.pairs), read_table(ns.vignettes), cfg=cfg,
         seed=int(params.get("seed", 0)), preset=params.get("preset"),
         logprob_model="final" if cfg.get("eval_logprob", True) else None,
     )

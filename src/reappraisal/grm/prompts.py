@@ -18,14 +18,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-SYSTEM_PROMPT = (
-    "You judge cognitive reappraisals. A reappraisal reinterprets a negative situation to reduce "
-    "the emotion it causes. Compare two reappraisals of the same scenario on effectiveness, "
-    "empathy, novelty and specificity, reason briefly, then end your reply with exactly "
-    "'ANSWER: A' or 'ANSWER: B'."
-)
+from reappraisal.models.prompts import GRM_SYSTEM_PROMPT, GRM_USER_TEMPLATE
 
-USER_TEMPLATE = "SCENARIO:\n{v}\n\nREAPPRAISAL A:\n{a}\n\nREAPPRAISAL B:\n{b}\n\nWhich is more effective?"
+#: The model card's system prompt and user turn (see :mod:`reappraisal.models.prompts`).
+SYSTEM_PROMPT, USER_TEMPLATE = GRM_SYSTEM_PROMPT, GRM_USER_TEMPLATE
 
 #: The verdict line's marker; the reply ends with ``ANSWER_MARKER + " A"`` or ``" B"``.
 ANSWER_MARKER = "ANSWER:"

@@ -12,7 +12,8 @@ Both stages see only train-split pairs (checked against ``targets``), each
 pair in both orders; the templated traces and the RL prompts use only the
 clearly separated pairs (human margin ≥ ``grm.delta``). Outputs are written
 atomically: the stage-1 model to ``--sft-out``, the final model (with
-``training_summary.json``) to ``--out``; a failed run leaves neither.
+``training_summary.json``) to ``--out``; a failed run leaves neither, and a
+rerun resumes both stages from their last complete checkpoints.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -28,8 +28,22 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from reappraisal.atomic import atomic_dir
-from reappraisal.params import parse_params
+from reappraisal.config import check_kl_beta, with_defaults
 from reappraisal.errors import DataValidationError, PipelineInputError
+from reappraisal.params import parse_params
+from reappraisal.tables import read_table
+from reappraisal.training import (
+    RunResult,
+    WorkDir,
+    export_model,
+    fingerprint,
+    model_dtype,
+    open_work_dir,
+    remove_stale_temporaries,
+    run_training,
+    use_bf16,
+    work_dir_beside,
+)
 
 from .pairs import both_orders, check_pairs, select_pairs
 from .prompts import completion_style, format_completion, judge_prompt
@@ -40,26 +54,6 @@ SUMMARY_FILE = "training_summary.json"
 
 
 # --------------------------------------------------------------------------- data
-def read_table(path: str | Path, where: str) -> pd.DataFrame:
-    """A table from .parquet, .csv, .tsv or .jsonl (by suffix), with a clear error."""
-    path = Path(path)
-    if not path.is_file():
-        raise PipelineInputError("file not found", where=where)
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".parquet":
-            return pd.read_parquet(path)
-        if suffix == ".csv":
-            return pd.read_csv(path, dtype=str, keep_default_na=False)
-        if suffix == ".tsv":
-            return pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
-        if suffix in {".jsonl", ".json"}:
-            return pd.read_json(path, lines=suffix == ".jsonl", dtype=False)
-    except (ValueError, OSError) as exc:
-        raise DataValidationError(f"cannot be read as {suffix[1:]} ({exc.__class__.__name__}: {exc})", where=where) from None
-    raise DataValidationError(f"unsupported file type {suffix!r} (use parquet, csv, tsv or jsonl)", where=where)
-
-
 def scenario_texts(vignettes: pd.DataFrame, needed: Sequence[str], where: str = "vignettes") -> dict[str, str]:
     """vignette_id -> scenario text; every id in ``needed`` must be present."""
     missing_cols = [c for c in ("vignette_id", "text") if c not in vignettes.columns]
@@ -104,7 +98,7 @@ def sft_rows(
         rows, dropped = teacher_traces(both_orders(train), traces, where=traces_where)
         return rows, {"source": "traces_file", "n_rows": len(rows), "n_dropped_wrong_verdict": dropped}
     separated = select_pairs(pairs, split="train", delta=float(cfg["delta"]))
-    cap = (cfg.get("sft") or {}).get("max_pairs")
+    cap = cfg["sft"]["max_pairs"]
     if cap is not None and len(separated) > cap:
         separated = separated.sample(n=int(cap), random_state=seed).sort_index()
     rows = templated_traces(
@@ -112,29 +106,31 @@ def sft_rows(
         targets,
         dimensions=data_cfg["dimensions"],
         primary=data_cfg["primary_dimension"],
-        tie=float(cfg.get("rationale_tie", 0.1)),
+        tie=float(cfg["rationale_tie"]),
     )
     return rows, {"source": "templated", "n_rows": len(rows), "n_pairs": len(separated)}
 
 
 # ------------------------------------------------------------------------ training
-def _device_flags() -> dict[str, Any]:
+def _precision() -> dict[str, Any]:
+    """bf16 (and activation checkpointing) where the GPU supports it; float32 on CPU."""
     import torch
 
-    gpu = torch.cuda.is_available()
-    return {"gpu": gpu, "dtype": "bfloat16" if gpu else "float32"}
+    bf16 = use_bf16("auto", where="grm")
+    return {"bf16": bf16, "dtype": model_dtype(bf16), "use_cpu": not torch.cuda.is_available(),
+            "activation_checkpointing": torch.cuda.is_available()}
 
 
 def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *, cfg: Mapping, seed: int,
-            out_dir: Path, work_dir: Path) -> list[dict]:
-    """Stage 1: SFT on prompt/completion text; saves model + tokenizer to ``out_dir``; returns the log."""
+            out_dir: Path, work: WorkDir, callbacks: Sequence = ()) -> RunResult:
+    """Stage 1: SFT on prompt/completion text, checkpointed in ``work``; model + tokenizer to ``out_dir``."""
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
     from trl import SFTConfig, SFTTrainer
 
     set_seed(seed)
-    flags = _device_flags()
+    flags = _precision()
     tokenizer = AutoTokenizer.from_pretrained(base_model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -147,39 +143,42 @@ def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *
     model = AutoModelForCausalLM.from_pretrained(base_model, dtype=getattr(torch, flags["dtype"]))
     sft = cfg["sft"]
     args = SFTConfig(
-        output_dir=str(work_dir / "sft"),
+        output_dir=str(work.path),
         num_train_epochs=float(sft["epochs"]),
         learning_rate=float(sft["learning_rate"]),
         per_device_train_batch_size=int(sft["batch_size"]),
         max_length=int(sft["max_length"]),
         lr_scheduler_type="linear",
         warmup_steps=0,
-        logging_steps=int(sft.get("logging_steps", 10)),
-        save_strategy="no",
+        logging_steps=int(sft["logging_steps"]),
+        save_strategy="steps",
+        save_steps=int(sft["save_steps"]),
+        save_total_limit=2,
         report_to="none",
-        bf16=flags["gpu"],
-        use_cpu=not flags["gpu"],
-        activation_checkpointing=flags["gpu"],
+        bf16=flags["bf16"],
+        use_cpu=flags["use_cpu"],
+        activation_checkpointing=flags["activation_checkpointing"],
         seed=seed,
         disable_tqdm=True,
         shuffle_dataset=True,
     )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
-    trainer.train()
-    trainer.save_model(str(out_dir))
+    trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
+                         callbacks=list(callbacks))
+    result = run_training(trainer, work, where="grm SFT")
+    export_model(trainer, result, out_dir)
     tokenizer.save_pretrained(str(out_dir))
-    return list(trainer.state.log_history)
+    return result
 
 
 def run_grpo(sft_dir: Path, items: pd.DataFrame, scenarios: Mapping[str, str], *, cfg: Mapping, seed: int,
-             out_dir: Path, work_dir: Path) -> list[dict]:
-    """Stage 2: GRPO from the SFT model with the ±1 verdict reward; saves to ``out_dir``; returns the log."""
+             out_dir: Path, work: WorkDir, callbacks: Sequence = ()) -> RunResult:
+    """Stage 2: GRPO from the SFT model with the ±1 verdict reward, checkpointed in ``work``; saves to ``out_dir``."""
     from datasets import Dataset
     from transformers import AutoTokenizer, set_seed
     from trl import GRPOConfig, GRPOTrainer
 
     set_seed(seed)
-    flags = _device_flags()
+    flags = _precision()
     tokenizer = AutoTokenizer.from_pretrained(str(sft_dir))
     tokenizer.padding_side = "left"
     items = items.sample(frac=1.0, random_state=seed).reset_index(drop=True)
@@ -191,20 +190,22 @@ def run_grpo(sft_dir: Path, items: pd.DataFrame, scenarios: Mapping[str, str], *
     g = cfg["grpo"]
     n_gen = int(g["num_generations"])
     args = GRPOConfig(
-        output_dir=str(work_dir / "grpo"),
+        output_dir=str(work.path),
         max_steps=int(g["steps"]),
         per_device_train_batch_size=int(g["prompts_per_step"]) * n_gen,
         num_generations=n_gen,
         max_completion_length=int(g["max_completion_length"]),
         learning_rate=float(g["learning_rate"]),
-        beta=float(g["beta"]),
+        beta=check_kl_beta(g["beta"], where="config key 'grm.grpo.beta'"),
         temperature=float(g["temperature"]),
         logging_steps=1,
-        save_strategy="no",
+        save_strategy="steps",
+        save_steps=int(g["save_steps"]),
+        save_total_limit=2,
         report_to="none",
-        bf16=flags["gpu"],
-        use_cpu=not flags["gpu"],
-        activation_checkpointing=flags["gpu"],
+        bf16=flags["bf16"],
+        use_cpu=flags["use_cpu"],
+        activation_checkpointing=flags["activation_checkpointing"],
         model_init_kwargs={"dtype": flags["dtype"]},
         remove_unused_columns=False,
         seed=seed,
@@ -212,12 +213,12 @@ def run_grpo(sft_dir: Path, items: pd.DataFrame, scenarios: Mapping[str, str], *
     )
     trainer = GRPOTrainer(
         model=str(sft_dir), reward_funcs=[trl_verdict_reward], args=args, train_dataset=data,
-        processing_class=tokenizer,
+        processing_class=tokenizer, callbacks=list(callbacks),
     )
-    trainer.train()
-    trainer.save_model(str(out_dir))
+    result = run_training(trainer, work, where="grm GRPO")
+    export_model(trainer, result, out_dir)
     tokenizer.save_pretrained(str(out_dir))
-    return list(trainer.state.log_history)
+    return result
 
 
 def train_grm(
@@ -232,9 +233,19 @@ def train_grm(
     out_dir: str | Path,
     sft_out_dir: str | Path,
     traces: pd.DataFrame | None = None,
+    callbacks: Sequence = (),
 ) -> dict[str, Any]:
-    """Run both stages; write the SFT model and the final model atomically; return the summary."""
+    """Run both stages; write the SFT model and the final model atomically; return the summary.
+
+    Both stages checkpoint into ``<out>/../.<out name>.work/`` (``sft/``,
+    ``grpo/``, and the finished stage-1 model in ``sft_model/``); a rerun
+    with the same settings and data resumes where a killed run stopped (see
+    :mod:`reappraisal.training`). The work folder is removed on success.
+    ``callbacks`` (``TrainerCallback``s) go to both stages' trainers.
+    """
     start = time.monotonic()
+    cfg = with_defaults("grm", cfg)
+    out_dir, sft_out_dir = Path(out_dir), Path(sft_out_dir)
     check_pairs(pairs, "pairs")
     train = pairs[pairs["split"] == "train"]
     if train.empty:
@@ -255,24 +266,34 @@ def train_grm(
                  "reward": "+1 final verdict == human preference, -1 wrong or unparseable"},
         "seed": int(seed),
     }
-    with tempfile.TemporaryDirectory(prefix="grm_work_") as work, \
-            atomic_dir(out_dir) as final_tmp, atomic_dir(sft_out_dir) as sft_tmp:
-        work = Path(work)
-        t0 = time.monotonic()
-        summary["sft"]["log"] = run_sft(str(base_model), rows, scenarios, cfg=cfg, seed=seed,
-                                        out_dir=sft_tmp, work_dir=work)
-        summary["sft"]["seconds"] = round(time.monotonic() - t0, 2)
-        t0 = time.monotonic()
+    spec = {
+        "base_model": str(base_model), "cfg": cfg, "data_cfg": dict(data_cfg), "seed": int(seed),
+        "data": fingerprint(rows.to_dict("records"), rl_items.to_dict("records"), dict(scenarios)),
+    }
+    remove_stale_temporaries(out_dir, sft_out_dir)
+    work = open_work_dir(work_dir_beside(out_dir), spec)
+    sft_model = work.path / "sft_model"
+    t0 = time.monotonic()
+    with atomic_dir(sft_model) as tmp:
+        sft = run_sft(str(base_model), rows, scenarios, cfg=cfg, seed=seed, out_dir=tmp, work=work.subdir("sft"),
+                      callbacks=callbacks)
+    summary["sft"].update(log=sft.log_history, train_loss=sft.train_loss, global_step=sft.global_step,
+                          resumed_from=sft.resumed_from, seconds=round(time.monotonic() - t0, 2))
+    t0 = time.monotonic()
+    with atomic_dir(out_dir) as final_tmp, atomic_dir(sft_out_dir) as sft_tmp:
+        shutil.copytree(sft_model, sft_tmp, dirs_exist_ok=True)
         if int(cfg["grpo"]["steps"]) > 0:
-            summary["grpo"]["log"] = run_grpo(sft_tmp, rl_items, scenarios, cfg=cfg, seed=seed,
-                                              out_dir=final_tmp, work_dir=work)
+            grpo = run_grpo(sft_model, rl_items, scenarios, cfg=cfg, seed=seed, out_dir=final_tmp,
+                            work=work.subdir("grpo"), callbacks=callbacks)
+            summary["grpo"].update(log=grpo.log_history, global_step=grpo.global_step, resumed_from=grpo.resumed_from)
         else:
             summary["grpo"]["log"] = []
             summary["grpo"]["skipped"] = "grm.grpo.steps = 0: the final model is the stage-1 model"
-            shutil.copytree(sft_tmp, final_tmp, dirs_exist_ok=True)
+            shutil.copytree(sft_model, final_tmp, dirs_exist_ok=True)
         summary["grpo"]["seconds"] = round(time.monotonic() - t0, 2)
         summary["seconds"] = round(time.monotonic() - start, 2)
         (final_tmp / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
+    shutil.rmtree(work.path, ignore_errors=True)
     return summary
 
 
@@ -296,9 +317,9 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         traces = read_table(cfg["traces_file"], where=f"config key 'grm.traces_file' ({cfg['traces_file']})")
     summary = train_grm(
         ns.base_model,
-        read_table(ns.pairs, ns.pairs),
-        read_table(ns.targets, ns.targets),
-        read_table(ns.vignettes, ns.vignettes),
+        read_table(ns.pairs),
+        read_table(ns.targets),
+        read_table(ns.vignettes),
         cfg=cfg, data_cfg=data_cfg, seed=int(params.get("seed", 0)),
         out_dir=ns.out, sft_out_dir=ns.sft_out, traces=traces,
     )

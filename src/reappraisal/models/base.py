@@ -32,30 +32,12 @@ from reappraisal.atomic import atomic_dir, write_json
 from reappraisal.params import parse_params
 from reappraisal.errors import ConfigError, DataValidationError, PipelineInputError
 
+from .prompts import template_texts
 from .tiny import CHAT_TEMPLATE, TinyArchitecture, build_causal_lm, train_tokenizer
 
 log = logging.getLogger("reappraisal.models.base")
 
 ROLES = ("reward", "grm", "policy", "judge")
-
-#: Fixed texts every role's prompts use, so the demo tokenizer has tokens for them.
-def template_texts() -> tuple[str, ...]:
-    """The fixed prompt texts every tiny model will see (the stages' own constants)."""
-    from ..grm import prompts as grm_prompts
-    from ..policy import prompts as policy_prompts
-    from ..reward.prompts import PROMPT_TEMPLATE
-
-    return (
-        PROMPT_TEMPLATE,
-        grm_prompts.SYSTEM_PROMPT,
-        grm_prompts.USER_TEMPLATE,
-        "ANSWER: A",
-        "ANSWER: B",
-        policy_prompts.SYSTEM_PROMPT,
-        policy_prompts.USER_TEMPLATE,
-        "system\nuser\nassistant\n<think>\n\n</think>\n\n",
-    )
-
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 

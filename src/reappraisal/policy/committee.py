@@ -24,7 +24,7 @@ the same units (the default −3 lies below nearly every passing reward, since
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Hashable, Sequence
+from typing import Any, Hashable, Mapping, Sequence
 
 import numpy as np
 
@@ -76,6 +76,13 @@ class FormatGate:
 
     max_sentences: int = 2
     penalty: float = -3.0
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any] | None) -> "FormatGate":
+        """The gate of a ``policy.format_gate`` config section (keys it leaves out: the defaults above, the schema's)."""
+        section = dict(section or {})
+        return cls(max_sentences=int(section.get("max_sentences", cls.max_sentences)),
+                   penalty=float(section.get("penalty", cls.penalty)))
 
     def check(self, answer: str) -> GateResult:
         n = count_sentences(answer)

@@ -12,19 +12,10 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-#: System prompt, verbatim from the model card.
-SYSTEM_PROMPT = (
-    "You are helping someone reduce a negative emotion they feel in a short interpersonal scenario by "
-    "offering an alternative interpretation of the situation (a 'reappraisal' / 'rethinking'). Direct your "
-    "response at the person in the scenario in second person. Limit your response to two sentences maximum. "
-    "Do not list emotions; output only the reappraisal text."
-)
+from reappraisal.models.prompts import POLICY_SYSTEM_PROMPT, POLICY_USER_TEMPLATE
 
-#: User turn, verbatim from the model card; ``{scenario}`` is the vignette text.
-USER_TEMPLATE = (
-    "SCENARIO:\n{scenario}\n\n"
-    "Write a reappraisal of this scenario in two sentences maximum, addressing the person in second person."
-)
+#: System prompt and user turn, verbatim from the model card (``{scenario}`` is the vignette text).
+SYSTEM_PROMPT, USER_TEMPLATE = POLICY_SYSTEM_PROMPT, POLICY_USER_TEMPLATE
 
 
 def build_messages(scenario: str) -> list[dict[str, str]]:

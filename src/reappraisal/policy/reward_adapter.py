@@ -19,10 +19,18 @@ therefore:
 
 Scorers are anything with the judges' ``score`` signatures (see
 :class:`RMScorer`, :class:`GRMScorer`), so tests can use deterministic fakes.
+
+With ``rewards_log`` the main process appends one JSON line per call: the
+global batch in TRL's order (``vignette_id``, ``answer``, ``passed``,
+``rm``, ``grm`` (raw scores, null where not scored), ``reward``) and the
+training step, so every reward can be audited or recomputed offline.
 """
 
 from __future__ import annotations
 
+import json
+import math
+from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
@@ -98,6 +106,10 @@ def completion_texts(completions: Sequence[Any]) -> list[str]:
     return out
 
 
+def _nullable(values: Sequence[float]) -> list[float | None]:
+    return [None if math.isnan(v) else float(v) for v in values]
+
+
 def _process_info() -> tuple[int, int]:
     from accelerate import PartialState
 
@@ -134,6 +146,7 @@ class CommitteeReward:
         tokenizer=None,
         process_info: Callable[[], tuple[int, int]] = _process_info,
         gather: Callable[[list], list] = _gather,
+        rewards_log: str | Path | None = None,
     ):
         self.weights = weights
         self.gate = gate
@@ -143,6 +156,7 @@ class CommitteeReward:
         self.tokenizer = tokenizer
         self._process_info = process_info
         self._gather = gather
+        self.rewards_log = Path(rewards_log) if rewards_log is not None else None
         self.last_result: CommitteeResult | None = None
         self.last_answers: list[str] = []
 
@@ -172,19 +186,28 @@ class CommitteeReward:
             weights=self.weights, rm_scorer=self.rm_scorer, grm_scorer=self.grm_scorer,
         )
         local = [
-            (str(vignette_id[i]), bool(passed[i]), gates[i].reason, float(rm[i]), float(grm[i])) for i in range(n)
+            (str(vignette_id[i]), bool(passed[i]), gates[i].reason, float(rm[i]), float(grm[i]),
+             answers[i] if self.rewards_log else None)
+            for i in range(n)
         ]
         rank, world = self._process_info()
         records = self._gather(local) if world > 1 else local
         if len(records) != n * world:
             raise ValueError(f"processes hold unequal numbers of completions ({len(records)} gathered, {n} here)")
-        keys, g_passed, reasons, g_rm, g_grm = (list(col) for col in zip(*records))
+        keys, g_passed, reasons, g_rm, g_grm, g_answers = (list(col) for col in zip(*records))
         result = committee_rewards(
             keys, g_passed, g_rm, g_grm,
             group_size=self.num_generations, weights=self.weights, penalty=self.gate.penalty, reasons=reasons,
         )
         self.last_result = result
         self.last_answers = answers
+        if self.rewards_log is not None and rank == 0:
+            state = kwargs.get("trainer_state")
+            line = {"step": getattr(state, "global_step", None), "vignette_id": keys, "answer": g_answers,
+                    "passed": g_passed, "rm": _nullable(g_rm), "grm": _nullable(g_grm),
+                    "reward": result.rewards.tolist()}
+            with self.rewards_log.open("a") as fh:
+                fh.write(json.dumps(line) + "\n")
         if log_metric is not None:
             for name, value in sorted(result.metrics().items()):
                 if name != "reward":

@@ -5,9 +5,14 @@
 vignettes, wraps the committee (:class:`~reappraisal.policy.reward_adapter.CommitteeReward`)
 as the only reward function and trains. Checkpoints (model, optimizer,
 scheduler, RNG and trainer state) go to a work directory every
-``save_steps`` steps; a rerun resumes from the last one. On success the final
-model is moved into place, the per-step log and the health verdict are written
-next to it, and the work directory is removed.
+``save_steps`` steps; a rerun with the same settings resumes from the last
+complete one and never trains past ``max_steps`` (:mod:`reappraisal.training`).
+On success the final model is moved into place, the per-step log and the
+health verdict are written next to it, and the work directory is removed.
+
+Several processes (``accelerate launch``): the ``GRPOConfig`` is built before
+anything else touches the distributed state, so every check sees every
+process; a batch layout the prompts cannot fill is refused before training.
 
 Outputs of arm ``<arm>``: ``results/policies/<arm>/model/`` (weights +
 tokenizer), ``training_log.csv`` and ``health.json``. An external arm (a
@@ -24,9 +29,20 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
+from reappraisal.config import check_kl_beta, with_defaults
 from reappraisal.errors import ConfigError, PipelineInputError
+from reappraisal.training import (
+    export_model,
+    fingerprint,
+    model_dtype,
+    open_work_dir,
+    remove_stale_temporaries,
+    run_training,
+    set_cpu_threads,
+    use_bf16,
+)
 
 from .arms import ArmSpec, arm_spec
 from .committee import FormatGate
@@ -34,70 +50,55 @@ from .health import HealthThresholds, health_verdict, training_log_rows
 from .prompts import prompt_rows
 from .reward_adapter import CommitteeReward, GRMScorer, RMScorer
 
-
-def set_cpu_threads(policy: Mapping[str, Any]) -> None:
-    """Apply ``policy.cpu_threads`` (torch intra-op threads on CPU runs; null keeps torch's default)."""
-    n = policy.get("cpu_threads")
-    if n and policy.get("use_cpu"):
-        import torch
-
-        torch.set_num_threads(int(n))
+#: Builds the judges on a device: ``scorers(device) -> (ensemble or None, GRM or None)``.
+ScorerFactory = Callable[[Any], "tuple[RMScorer | None, GRMScorer | None]"]
 
 
-def format_gate(policy: Mapping[str, Any]) -> FormatGate:
-    g = policy.get("format_gate") or {}
-    return FormatGate(max_sentences=int(g.get("max_sentences", 2)), penalty=float(g.get("penalty", -3.0)))
-
-
-def grpo_settings(policy: Mapping[str, Any], *, seed: int, output_dir: str | Path) -> dict[str, Any]:
-    """Keyword arguments of ``trl.GRPOConfig`` for the ``policy`` config section.
+def grpo_settings(policy: Mapping[str, Any], *, seed: int, output_dir: str | Path,
+                  bf16_capable: bool | None = None) -> dict[str, Any]:
+    """Keyword arguments of ``trl.GRPOConfig`` for the ``policy`` config section (schema defaults filled).
 
     The paper preset gives the model card's settings (lr 8e-6, β 0.04, 12
-    generations, 500 steps, bf16); β must be > 0 (the config validation
-    refuses anything else, see :func:`reappraisal.config.validate_config`).
+    generations, 500 steps, bf16); β must be > 0. ``bf16_capable`` lays the
+    settings out for another machine (default: this one's GPU decides
+    whether ``precision: bf16`` is possible).
     """
-    beta = float(policy["beta"])
-    if beta <= 0:
-        raise ConfigError(
-            f"beta must be > 0 (got {beta}): without a KL penalty GRPO drifts freely from the reference model "
-            "and reward-hacks the committee",
-            where="config key 'policy.beta'",
-        )
-    precision = policy.get("precision", "fp32")
-    vllm = policy.get("vllm") or {}
+    policy = with_defaults("policy", policy)
+    bf16 = use_bf16(policy["precision"], where="config key 'policy.precision'", capable=bf16_capable)
+    vllm = policy["vllm"]
     kwargs: dict[str, Any] = dict(
         output_dir=str(output_dir),
         learning_rate=float(policy["lr"]),
-        beta=beta,
+        beta=check_kl_beta(policy["beta"], where="config key 'policy.beta'"),
         num_generations=int(policy["num_generations"]),
         max_completion_length=int(policy["max_completion_length"]),
         per_device_train_batch_size=int(policy["per_device_train_batch_size"]),
-        gradient_accumulation_steps=int(policy.get("gradient_accumulation_steps", 1)),
+        gradient_accumulation_steps=int(policy["gradient_accumulation_steps"]),
         max_steps=int(policy["max_steps"]),
         save_strategy="steps",
         save_steps=int(policy["save_steps"]),
-        save_total_limit=int(policy.get("save_total_limit", 2)),
+        save_total_limit=int(policy["save_total_limit"]),
         logging_steps=1,
         report_to="none",
         seed=int(seed),
-        temperature=float(policy.get("temperature", 1.0)),
-        top_p=float(policy.get("top_p", 1.0)),
-        warmup_steps=int(policy.get("warmup_steps", 0)),
-        lr_scheduler_type=str(policy.get("lr_scheduler_type", "constant")),
-        max_grad_norm=float(policy.get("max_grad_norm", 1.0)),
-        bf16=precision == "bf16",
-        use_cpu=bool(policy.get("use_cpu", False)),
-        activation_checkpointing=bool(policy.get("gradient_checkpointing", False)),
-        model_init_kwargs={"dtype": "bfloat16" if precision == "bf16" else "float32"},
+        temperature=float(policy["temperature"]),
+        top_p=float(policy["top_p"]),
+        warmup_steps=int(policy["warmup_steps"]),
+        lr_scheduler_type=str(policy["lr_scheduler_type"]),
+        max_grad_norm=float(policy["max_grad_norm"]),
+        bf16=bf16,
+        use_cpu=bool(policy["use_cpu"]),
+        activation_checkpointing=bool(policy["gradient_checkpointing"]),
+        model_init_kwargs={"dtype": model_dtype(bf16)},
         remove_unused_columns=False,
         log_completions=False,
         disable_tqdm=True,
     )
-    if vllm.get("enabled"):
+    if vllm["enabled"]:
         kwargs.update(
             use_vllm=True,
-            vllm_mode=str(vllm.get("mode", "colocate")),
-            vllm_gpu_memory_utilization=float(vllm.get("gpu_memory_utilization", 0.3)),
+            vllm_mode=str(vllm["mode"]),
+            vllm_gpu_memory_utilization=float(vllm["gpu_memory_utilization"]),
         )
     return kwargs
 
@@ -112,24 +113,19 @@ def check_batch_fits(policy: Mapping[str, Any], n_prompts: int, world_size: int)
     """
     g = int(policy["num_generations"])
     per_gen = int(policy["per_device_train_batch_size"]) * world_size * int(policy.get("gradient_accumulation_steps", 1))
+    layout = (f"per_device_train_batch_size {policy['per_device_train_batch_size']} × {world_size} process(es) × "
+              f"gradient_accumulation_steps {policy.get('gradient_accumulation_steps', 1)} = {per_gen} completions")
     if per_gen % g:
         raise ConfigError(
-            f"per_device_train_batch_size × processes × gradient_accumulation_steps = {per_gen} is not a multiple of "
-            f"num_generations = {g}",
+            f"{layout} is not a multiple of num_generations = {g}: the batch cannot hold whole prompt groups",
             where="config key 'policy.per_device_train_batch_size'",
         )
     if per_gen // g > n_prompts:
         raise ConfigError(
-            f"one generation batch needs {per_gen // g} distinct prompts but the train pool has {n_prompts} vignettes",
+            f"{layout} need {per_gen // g} distinct prompts per batch but the train pool has {n_prompts} "
+            "vignettes: GRPO could not fill one batch and would train no step",
             where="config key 'policy.per_device_train_batch_size'",
         )
-
-
-def last_checkpoint(work_dir: str | Path) -> str | None:
-    from transformers.trainer_utils import get_last_checkpoint
-
-    work_dir = Path(work_dir)
-    return get_last_checkpoint(str(work_dir)) if work_dir.is_dir() else None
 
 
 def train_policy(
@@ -139,17 +135,22 @@ def train_policy(
     model_dir: str | Path,
     vignettes,
     out_dir: str | Path,
-    rm_scorer: RMScorer | None,
-    grm_scorer: GRMScorer | None,
+    scorers: ScorerFactory,
     seed: int,
     work_dir: str | Path | None = None,
     callbacks: Sequence[Any] = (),
+    judges_spec: Mapping[str, Any] | None = None,
+    rewards_log: str | Path | None = None,
 ) -> dict[str, Any]:
     """Train ``arm`` from ``model_dir``; write ``out_dir/{model/, training_log.csv, health.json}``.
 
     ``vignettes`` is the data contract's table; prompts are its ``train``
-    pool. Resumes from the last checkpoint in ``work_dir`` (default
-    ``out_dir/checkpoints``) when there is one. Returns the health verdict.
+    pool. ``scorers(device)`` builds the judges once the device is known.
+    Resumes from the last complete checkpoint in ``work_dir`` (default
+    ``out_dir/checkpoints``) when it was made with the same settings, prompts
+    and judges (``judges_spec`` describes the judges for that comparison).
+    ``rewards_log``: see :class:`~reappraisal.policy.reward_adapter.CommitteeReward`.
+    Returns the health verdict (on the main process; ``{}`` on the others).
     """
     import pandas as pd
     from accelerate import PartialState
@@ -161,47 +162,56 @@ def train_policy(
 
     if not arm.trained:
         raise PipelineInputError(f"arm {arm.name!r} is external ({arm.external}); it is not trained here", where="policy.arms")
+    policy = with_defaults("policy", policy)
     out_dir = Path(out_dir)
     work_dir = Path(work_dir) if work_dir is not None else out_dir / "checkpoints"
     pool = vignettes[vignettes["pool"] == "train"].sort_values("vignette_id")
     rows = prompt_rows(pool.to_dict("records"))
     if not rows:
         raise PipelineInputError("no vignette of pool 'train'", where="vignettes")
+    settings = grpo_settings(policy, seed=seed, output_dir=work_dir)
+    args = GRPOConfig(**settings)  # first: it sets up the distributed state every later check reads
     state = PartialState()
     check_batch_fits(policy, len(rows), state.num_processes)
 
-    settings = grpo_settings(policy, seed=seed, output_dir=work_dir)
-    args = GRPOConfig(**settings)
+    spec = {"arm": arm.name, "weights": vars(arm.weights), "grpo": {k: v for k, v in settings.items() if k != "output_dir"},
+            "model_dir": str(model_dir), "prompts": fingerprint(rows), "format_gate": policy["format_gate"],
+            "judges": judges_spec or {}, "num_processes": state.num_processes}
+    if state.is_main_process:
+        remove_stale_temporaries(out_dir / "model", out_dir / "training_log.csv", out_dir / "health.json")
+        work = open_work_dir(work_dir, spec)
+    state.wait_for_everyone()
+    if not state.is_main_process:
+        work = open_work_dir(work_dir, spec, main_process=False)
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    rm_scorer, grm_scorer = scorers(args.device)
     reward = CommitteeReward(
-        weights=arm.weights, gate=format_gate(policy), num_generations=args.num_generations,
-        rm_scorer=rm_scorer, grm_scorer=grm_scorer, tokenizer=tokenizer,
+        weights=arm.weights, gate=FormatGate.from_config(policy["format_gate"]), num_generations=args.num_generations,
+        rm_scorer=rm_scorer, grm_scorer=grm_scorer, tokenizer=tokenizer, rewards_log=rewards_log,
     )
     trainer = GRPOTrainer(
         model=str(model_dir), reward_funcs=[reward], args=args,
         train_dataset=Dataset.from_list(rows), processing_class=tokenizer, callbacks=list(callbacks),
     )
-    resume = last_checkpoint(work_dir)
-    if resume and state.is_main_process:
-        print(f"resuming {arm.name} from {resume}", flush=True)
+    if work.resume and state.is_main_process:
+        print(f"resuming {arm.name} from {work.resume}", flush=True)
     t0 = time.perf_counter()
-    trainer.train(resume_from_checkpoint=resume)
+    result = run_training(trainer, work, where=f"policy arm {arm.name}")
     seconds = time.perf_counter() - t0
 
-    final_tmp = work_dir / "final"
-    trainer.save_model(str(final_tmp))  # every process calls it (DeepSpeed gathers); the main one writes
+    final_tmp = work.path / "final"
+    export_model(trainer, result, final_tmp)  # every process calls it (DeepSpeed gathers); the main one writes
     state.wait_for_everyone()
     health: dict[str, Any] = {}
     if state.is_main_process:
         tokenizer.save_pretrained(str(final_tmp))
-        log_rows = training_log_rows(trainer.state.log_history)
-        thresholds = HealthThresholds.from_config(policy.get("health"))
-        health = health_verdict(log_rows, thresholds)
+        log_rows = training_log_rows(result.log_history)
+        health = health_verdict(log_rows, HealthThresholds.from_config(policy["health"]))
         health.update(
             arm=arm.name, trained_here=True, weights=vars(arm.weights).copy() if arm.weights else None,
             format_gate={"max_sentences": reward.gate.max_sentences, "penalty": reward.gate.penalty},
-            base_model=str(model_dir), resumed_from=resume, train_seconds=round(seconds, 2),
-            global_step=int(trainer.state.global_step),
+            base_model=str(model_dir), resumed_from=str(work.resume) if work.resume else None,
+            train_seconds=round(seconds, 2), global_step=result.global_step,
             grpo={k: settings[k] for k in ("learning_rate", "beta", "num_generations", "max_steps",
                                             "max_completion_length", "per_device_train_batch_size", "bf16")},
             num_processes=state.num_processes,
@@ -214,7 +224,7 @@ def train_policy(
         with atomic_path(out_dir / "training_log.csv", suffix=".csv") as tmp:
             pd.DataFrame(log_rows).to_csv(tmp, index=False)
         write_json(health, out_dir / "health.json")
-        shutil.rmtree(work_dir, ignore_errors=True)
+        shutil.rmtree(work.path, ignore_errors=True)
     state.wait_for_everyone()
     return health
 
@@ -253,52 +263,58 @@ def record_external(arm: ArmSpec, out_dir: str | Path) -> dict[str, Any]:
     return health
 
 
-def build_scorers(arm: ArmSpec, params: Mapping[str, Any], *, rm_dirs, grm_dir, targets, vignettes):
-    """The real judges an arm needs (lazy imports; each process puts them on its own device).
+def judge_settings(arm: ArmSpec, params: Mapping[str, Any], *, rm_dirs, grm_dir) -> dict[str, Any]:
+    """Which judges an arm uses and their settings (schema defaults filled): what :func:`build_scorers` builds.
 
     Each judge runs with the settings it is evaluated with: the ensemble with
-    the ``reward_model`` section (``ensemble.penalty``, ``ensemble.lam``,
-    ``ensemble.batch_size``, ``max_length``), the GRM with the ``grm`` section
-    (``scorer_mode``, ``engine``, ``max_new_tokens``, ``batch_size``), its
-    references being the median human train-split reappraisal on
-    ``data.primary_dimension``.
+    the ``reward_model`` section (``ensemble.*``, ``max_length``), the GRM
+    with the ``grm`` section (``scorer_mode``, ``engine``, ``max_new_tokens``,
+    ``batch_size``), its references being the median human train-split
+    reappraisal on ``data.primary_dimension``.
     """
-    from accelerate import PartialState
-
-    device = PartialState().device
-    rm = grm = None
+    out: dict[str, Any] = {}
     if arm.weights.uses_rm:
-        from reappraisal.reward.ensemble import EnsembleScorer
-
         if not rm_dirs:
             raise PipelineInputError("the arm weights the reward-model ensemble but no --rm-dirs were given", where=arm.name)
-        rm_cfg = params.get("reward_model") or {}
-        ens = rm_cfg.get("ensemble") or {}
-        rm = EnsembleScorer.from_dirs(
-            list(rm_dirs), penalty=str(ens.get("penalty", "std")), lam=float(ens.get("lam", 0.5)),
-            batch_size=int(ens.get("batch_size", 32)), max_length=int(rm_cfg.get("max_length", 512)), device=device,
-        )
+        rm_cfg = with_defaults("reward_model", params.get("reward_model"))
+        out["rm"] = {"dirs": [str(d) for d in rm_dirs], "max_length": rm_cfg["max_length"], **rm_cfg["ensemble"]}
     if arm.weights.uses_grm:
-        from reappraisal.grm.scorer import GRMScorer as RealGRM, median_references
-
         if not grm_dir:
             raise PipelineInputError("the arm weights the GRM but no --grm-dir was given", where=arm.name)
-        grm_cfg = params.get("grm") or {}
-        dim = (params.get("data") or {}).get("primary_dimension", "effectiveness")
-        refs = median_references(targets, vignettes, dim)
+        grm_cfg = with_defaults("grm", params.get("grm"))
+        primary = (params.get("data") or {}).get("primary_dimension")
+        if not primary:
+            raise ConfigError("data.primary_dimension is required for the GRM's references", where="--params")
+        out["grm"] = {"dir": str(grm_dir), "primary_dimension": primary,
+                      **{k: grm_cfg[k] for k in ("max_new_tokens", "batch_size", "scorer_mode", "engine")}}
+    return out
+
+
+def build_scorers(judges: Mapping[str, Any], *, targets, vignettes, device):
+    """The real judges described by :func:`judge_settings`, on ``device`` (lazy imports)."""
+    rm = grm = None
+    if "rm" in judges:
+        from reappraisal.reward.ensemble import EnsembleScorer
+
+        j = judges["rm"]
+        rm = EnsembleScorer.from_dirs(j["dirs"], penalty=str(j["penalty"]), lam=float(j["lam"]),
+                                      batch_size=int(j["batch_size"]), max_length=int(j["max_length"]), device=device)
+    if "grm" in judges:
+        from reappraisal.grm.scorer import GRMScorer as RealGRM, median_references
+
+        j = judges["grm"]
         grm = RealGRM.from_dir(
-            grm_dir, references=refs, max_new_tokens=int(grm_cfg.get("max_new_tokens", 512)),
-            batch_size=int(grm_cfg.get("batch_size", 32)), mode=str(grm_cfg.get("scorer_mode", "generate")),
-            engine=str(grm_cfg.get("engine", "hf")), device=device,
+            j["dir"], references=median_references(targets, vignettes, j["primary_dimension"]),
+            max_new_tokens=int(j["max_new_tokens"]), batch_size=int(j["batch_size"]), mode=str(j["scorer_mode"]),
+            engine=str(j["engine"]), device=device,
         )
     return rm, grm
 
 
 def cli_main(argv: Sequence[str]) -> int:
     """``train-policy``: train one arm, or record an external arm's checkpoint (see module doc)."""
-    import pandas as pd
-
     from reappraisal.params import parse_params
+    from reappraisal.tables import read_table
 
     ap = argparse.ArgumentParser(prog="reappraisal train-policy", description=__doc__.splitlines()[0])
     ap.add_argument("--arm", required=True)
@@ -309,10 +325,12 @@ def cli_main(argv: Sequence[str]) -> int:
     ap.add_argument("--grm-dir", default=None)
     ap.add_argument("--out-dir", required=True, help="results/policies/<arm>")
     ap.add_argument("--params", default="{}")
+    ap.add_argument("--rewards-log", default=None,
+                    help="optional JSON lines: every committee call's global batch (answers, gate, scores, rewards)")
     args = ap.parse_args(argv)
     params = parse_params(args.params)
-    policy = params.get("policy") or {}
-    set_cpu_threads(policy)
+    policy = with_defaults("policy", params.get("policy"))
+    set_cpu_threads(policy["cpu_threads"], use_cpu=policy["use_cpu"])
     arm = arm_spec(policy, args.arm)
     if not arm.trained:
         health = record_external(arm, args.out_dir)
@@ -321,12 +339,13 @@ def cli_main(argv: Sequence[str]) -> int:
     for flag, value in (("--model-dir", args.model_dir), ("--vignettes", args.vignettes), ("--targets", args.targets)):
         if not value:
             raise PipelineInputError(f"{flag} is required to train arm {arm.name!r}", where="train-policy")
-    vignettes = pd.read_parquet(args.vignettes)
-    targets = pd.read_parquet(args.targets)
-    rm, grm = build_scorers(arm, params, rm_dirs=args.rm_dirs, grm_dir=args.grm_dir, targets=targets, vignettes=vignettes)
+    vignettes = read_table(args.vignettes, ["vignette_id", "text", "pool"])
+    targets = read_table(args.targets)
+    judges = judge_settings(arm, params, rm_dirs=args.rm_dirs, grm_dir=args.grm_dir)
     health = train_policy(
         arm=arm, policy=policy, model_dir=args.model_dir, vignettes=vignettes, out_dir=args.out_dir,
-        rm_scorer=rm, grm_scorer=grm, seed=int(params.get("seed", 0)),
+        scorers=lambda device: build_scorers(judges, targets=targets, vignettes=vignettes, device=device),
+        seed=int(params.get("seed", 0)), judges_spec=judges, rewards_log=args.rewards_log,
     )
     if health:
         print(json.dumps({"arm": arm.name, "verdict": health["verdict"], "failed": health["failed"]}))

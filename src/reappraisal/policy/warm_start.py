@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from reappraisal.errors import PipelineInputError
+from reappraisal.training import pad_right, set_cpu_threads
 
 from .committee import FormatGate
 from .prompts import build_messages
@@ -110,15 +111,8 @@ def run_warm_start(
             order += rng.sample(range(len(encoded)), len(encoded))
         idx, order = order[:batch_size], order[batch_size:]
         batch = [encoded[i] for i in idx]
-        width = max(len(ids) for ids, _ in batch)
-        input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
-        labels = torch.full((len(batch), width), -100, dtype=torch.long)
-        attn = torch.zeros((len(batch), width), dtype=torch.long)
-        for j, (ids, lab) in enumerate(batch):
-            input_ids[j, : len(ids)] = torch.tensor(ids)
-            labels[j, : len(lab)] = torch.tensor(lab)
-            attn[j, : len(ids)] = 1
-        loss = model(input_ids=input_ids, attention_mask=attn, labels=labels).loss
+        padded = pad_right([ids for ids, _ in batch], pad, labels=[lab for _, lab in batch])
+        loss = model(**padded).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -142,9 +136,9 @@ def run_warm_start(
 
 
 def cli_main(argv: Sequence[str]) -> int:
-    import pandas as pd
-
+    from reappraisal.config import with_defaults
     from reappraisal.params import parse_params
+    from reappraisal.tables import read_table
 
     ap = argparse.ArgumentParser(prog="reappraisal warm-start-policy", description=__doc__.splitlines()[0])
     ap.add_argument("--base-dir", required=True, help="the random-init tiny policy (prepare_base_models)")
@@ -153,20 +147,17 @@ def cli_main(argv: Sequence[str]) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--params", default="{}")
     args = ap.parse_args(argv)
-    from .train import set_cpu_threads
-
     params = parse_params(args.params)
-    policy = params.get("policy") or {}
-    set_cpu_threads(policy)
-    ws = policy.get("warm_start") or {}
-    gate_cfg = policy.get("format_gate") or {}
-    gate = FormatGate(max_sentences=int(gate_cfg.get("max_sentences", 2)), penalty=float(gate_cfg.get("penalty", -3.0)))
+    policy = with_defaults("policy", params.get("policy"))
+    set_cpu_threads(policy["cpu_threads"], use_cpu=policy["use_cpu"])
+    ws = policy["warm_start"]
     seed = int(params.get("seed", 0))
-    examples = warm_start_examples(pd.read_parquet(args.targets), pd.read_parquet(args.vignettes), seed=seed, gate=gate)
+    examples = warm_start_examples(read_table(args.targets), read_table(args.vignettes), seed=seed,
+                                   gate=FormatGate.from_config(policy["format_gate"]))
     summary = run_warm_start(
         args.base_dir, examples, args.out,
-        steps=int(ws.get("steps", 200)), lr=float(ws.get("lr", 2e-3)), batch_size=int(ws.get("batch_size", 16)),
-        max_length=int(ws.get("max_length", 512)), seed=seed,
+        steps=int(ws["steps"]), lr=float(ws["lr"]), batch_size=int(ws["batch_size"]),
+        max_length=int(ws["max_length"]), seed=seed,
     )
     print(json.dumps(summary, sort_keys=True))
     return 0

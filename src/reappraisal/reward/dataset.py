@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -59,18 +58,6 @@ class Examples:
         h.update(json.dumps(payload, sort_keys=True).encode())
         h.update(np.ascontiguousarray(self.targets, dtype=np.float64).tobytes())
         return h.hexdigest()
-
-
-def read_table(path: str | Path, columns: Sequence[str], what: str) -> pd.DataFrame:
-    """Read a Parquet table and check it has ``columns``."""
-    path = Path(path)
-    if not path.exists():
-        raise PipelineInputError(f"{what} table not found", where=str(path))
-    df = pd.read_parquet(path)
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise DataValidationError(f"missing column(s) {missing}", where=str(path))
-    return df
 
 
 def examples_for_split(

@@ -32,6 +32,7 @@ from typing import Sequence
 import numpy as np
 
 from reappraisal.errors import PipelineInputError
+from reappraisal.training import pad_right
 
 from .penalty import PENALTIES, ensemble_score
 from .prompts import encode_prompts, format_prompts, resolve_pad_token_id
@@ -228,12 +229,11 @@ class EnsembleScorer:
         for start in range(0, len(rows), self.batch_size):
             batch_rows = rows[start : start + self.batch_size]
             batch = [ids[r] for r in batch_rows]
-            width = max(len(x) for x in batch)
             padded: dict[int, tuple] = {}
             for s in seed_idx:
                 pad = self.pad_ids[s]
                 if pad not in padded:
-                    padded[pad] = self._pad(batch, width, pad, s)
+                    padded[pad] = self._pad(batch, pad, s)
                 input_ids, attention = padded[pad]
                 logits = self.models[s](input_ids=input_ids, attention_mask=attention).logits
                 out[s, batch_rows] = logits.float().cpu().numpy()
@@ -259,8 +259,7 @@ class EnsembleScorer:
             for start in range(0, len(rows), self.batch_size):
                 batch_rows = rows[start : start + self.batch_size]
                 suffixes = [ids[r][prefix_len:] for r in batch_rows]
-                width = max(len(x) for x in suffixes)
-                input_ids, suffix_mask = self._pad(suffixes, width, self.pad_ids[s], s)
+                input_ids, suffix_mask = self._pad(suffixes, self.pad_ids[s], s)
                 attention = torch.cat(
                     [torch.ones((len(batch_rows), prefix_len), dtype=torch.long, device=self.device), suffix_mask], dim=1
                 )
@@ -279,18 +278,12 @@ class EnsembleScorer:
         """Ensemble score per pair, shape (n,): mean over seeds − λ·penalty over seeds."""
         return ensemble_score(self.score_per_seed(scenarios, reappraisals), self.penalty, self.lam)
 
-    def _pad(self, batch: list[list[int]], width: int, pad: int, seed: int):
-        import torch
-
-        input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
-        attention = torch.zeros((len(batch), width), dtype=torch.long)
-        for i, seq in enumerate(batch):
-            if seq and seq[-1] == pad:
-                raise PipelineInputError(
-                    f"a prompt ends with the pad token (id {pad}), so the head cannot find its last token; "
-                    "give the tokenizer a pad token that never ends a prompt",
-                    where=f"reward model {self.names[seed]}",
-                )
-            input_ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-            attention[i, : len(seq)] = 1
-        return input_ids.to(self.device), attention.to(self.device)
+    def _pad(self, batch: list[list[int]], pad: int, seed: int):
+        if any(seq and seq[-1] == pad for seq in batch):
+            raise PipelineInputError(
+                f"a prompt ends with the pad token (id {pad}), so the head cannot find its last token; "
+                "give the tokenizer a pad token that never ends a prompt",
+                where=f"reward model {self.names[seed]}",
+            )
+        padded = pad_right(batch, pad)
+        return padded["input_ids"].to(self.device), padded["attention_mask"].to(self.device)

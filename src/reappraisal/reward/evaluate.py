@@ -29,8 +29,9 @@ import numpy as np
 from reappraisal.atomic import write_json
 from reappraisal.params import parse_params
 from reappraisal.errors import ConfigError, PipelineInputError
+from reappraisal.tables import read_table
 
-from .dataset import PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS, examples_for_split, pairs_for_split, read_table
+from .dataset import PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS, examples_for_split, pairs_for_split
 from .metrics import accuracy_on_pairs, best_of_n, seed_disagreement, spearman_with_humans
 from .penalty import describe_penalty, ensemble_score
 
@@ -172,9 +173,9 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ens, ev = rm.get("ensemble") or {}, rm.get("evaluation") or {}
     out = evaluate_reward_models(
         a.models,
-        targets=read_table(a.targets, TARGET_COLUMNS, "targets"),
-        vignettes=read_table(a.vignettes, VIGNETTE_COLUMNS, "vignettes"),
-        pairs=read_table(a.pairs, PAIR_COLUMNS, "pairs"),
+        targets=read_table(a.targets, TARGET_COLUMNS),
+        vignettes=read_table(a.vignettes, VIGNETTE_COLUMNS),
+        pairs=read_table(a.pairs, PAIR_COLUMNS),
         dimensions=data["dimensions"],
         primary_dimension=data["primary_dimension"],
         penalty=ens.get("penalty", "std"),

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from reappraisal.models.prompts import REWARD_PROMPT_TEMPLATE
+
 #: Verbatim from the model card; ``{v}`` is the scenario, ``{r}`` the reappraisal.
-PROMPT_TEMPLATE = (
-    "Rate how effective this reappraisal is for the person in the scenario."
-    "\n\nSCENARIO:\n{v}\n\nREAPPRAISAL:\n{r}"
-)
+PROMPT_TEMPLATE = REWARD_PROMPT_TEMPLATE
 
 #: The card's truncation limit in tokens.
 CARD_MAX_LENGTH = 512

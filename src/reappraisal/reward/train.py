@@ -8,86 +8,81 @@ z per rating dimension; loss: MSE over the rated entries (an unrated
 dimension is masked, not imputed). The seed sets the head's initialisation,
 the data order and dropout (``effective seed = config seed + seed``).
 
-Crash safety: training runs in ``<out>/../.<name>.work/`` with a Trainer
-checkpoint every ``save_steps``; a rerun with the same settings and data
-resumes from the last complete checkpoint (a run with different settings or
-data starts over). The finished model is written to a temporary directory
-and renamed into place, so ``<out>`` exists only when complete; the work
-directory is removed afterwards.
+Crash safety (:mod:`reappraisal.training`): training runs in
+``<out>/../.<name>.work/`` with a Trainer checkpoint every ``save_steps``; a
+rerun with the same settings and data resumes from the last complete
+checkpoint (a run with different settings or data starts over) and reports
+``train_loss`` over the whole run. The finished model is written to a
+temporary directory and renamed into place, so ``<out>`` exists only when
+complete; the work directory is removed afterwards.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from reappraisal.atomic import atomic_dir, write_json
-from reappraisal.params import parse_params
+from reappraisal.config import with_defaults
 from reappraisal.errors import ConfigError, PipelineInputError
-
-from .dataset import (
-    PAIR_COLUMNS,
-    TARGET_COLUMNS,
-    VIGNETTE_COLUMNS,
-    Examples,
-    examples_for_split,
-    pairs_for_split,
-    read_table,
+from reappraisal.params import parse_params
+from reappraisal.tables import read_table
+from reappraisal.training import (
+    export_model,
+    open_work_dir,
+    pad_right,
+    remove_stale_temporaries,
+    run_training,
+    set_cpu_threads,
+    use_bf16,
+    work_dir_beside,
 )
+
+from .dataset import PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS, Examples, examples_for_split, pairs_for_split
 from .prompts import encode_prompts, format_prompts, resolve_pad_token_id
 
 log = logging.getLogger("reappraisal.reward.train")
 
-RUN_SPEC = "RUN_SPEC.json"
-
 
 @dataclass(frozen=True)
 class RewardTrainConfig:
-    """Training settings (``reward_model`` section of the config; defaults in the schema)."""
+    """Training settings: the ``reward_model`` config section; no defaults here (the schema has them).
 
-    max_length: int = 512
-    learning_rate: float = 1e-5
-    num_train_epochs: float = 1.0
-    per_device_train_batch_size: int = 8
-    per_device_eval_batch_size: int = 16
-    gradient_accumulation_steps: int = 1
-    weight_decay: float = 0.0
-    warmup_ratio: float = 0.0
-    lr_scheduler_type: str = "linear"
-    max_grad_norm: float = 1.0
-    save_steps: int = 50
-    save_total_limit: int = 2
-    eval_steps: int = 50
-    logging_steps: int = 10
-    early_stopping_patience: int = 0
-    bf16: str | bool = "auto"
-    gradient_checkpointing: bool = False
-    cpu_threads: int | None = None
+    Build it with :meth:`from_section`, which fills what a section leaves
+    out from ``workflow/schemas/config.schema.yaml``.
+    """
+
+    max_length: int
+    learning_rate: float
+    num_train_epochs: float
+    per_device_train_batch_size: int
+    per_device_eval_batch_size: int
+    gradient_accumulation_steps: int
+    weight_decay: float
+    warmup_ratio: float
+    lr_scheduler_type: str
+    max_grad_norm: float
+    save_steps: int
+    save_total_limit: int
+    eval_steps: int
+    logging_steps: int
+    early_stopping_patience: int
+    bf16: str | bool
+    gradient_checkpointing: bool
+    cpu_threads: int | None
 
     @classmethod
-    def from_section(cls, section: dict[str, Any]) -> "RewardTrainConfig":
-        known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in section.items() if k in known})
-
-
-def use_bf16(setting: str | bool) -> bool:
-    """bf16 mixed precision: ``auto`` = on where CUDA supports bf16 (never on CPU)."""
-    import torch
-
-    supported = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    if setting == "auto":
-        return supported
-    if setting and not supported:
-        raise ConfigError("bf16 requested but this machine has no bf16-capable GPU", where="config key 'reward_model.bf16'")
-    return bool(setting)
+    def from_section(cls, section: Mapping[str, Any] | None) -> "RewardTrainConfig":
+        """The settings of a ``reward_model`` section, the schema's defaults filled in (validated)."""
+        full = with_defaults("reward_model", section)
+        return cls(**{f.name: full[f.name] for f in fields(cls)})
 
 
 def masked_mse(logits, labels):
@@ -101,45 +96,6 @@ def masked_mse(logits, labels):
         return (logits * 0.0).sum()  # keeps the graph; contributes nothing
     diff = (logits - torch.nan_to_num(labels)) * mask
     return (diff**2).sum() / mask.sum()
-
-
-def last_complete_checkpoint(work_dir: Path) -> Path | None:
-    """The newest ``checkpoint-N`` whose ``trainer_state.json`` was written (it is written last).
-
-    Newer, incomplete checkpoints (a kill during saving) are removed.
-    """
-    if not work_dir.is_dir():
-        return None
-    found = []
-    for p in work_dir.iterdir():
-        if p.is_dir() and p.name.startswith("checkpoint-") and p.name.split("-")[-1].isdigit():
-            found.append((int(p.name.split("-")[-1]), p))
-    for _, p in sorted(found, reverse=True):
-        state = p / "trainer_state.json"
-        try:
-            json.loads(state.read_text())
-            return p
-        except (OSError, ValueError):
-            log.warning("removing incomplete checkpoint %s", p)
-            shutil.rmtree(p, ignore_errors=True)
-    return None
-
-
-def _prepare_work_dir(work_dir: Path, spec: dict) -> Path | None:
-    """Keep the work dir (and return its last checkpoint) only if it was made with ``spec``."""
-    spec_path = work_dir / RUN_SPEC
-    if work_dir.exists():
-        try:
-            previous = json.loads(spec_path.read_text())
-        except (OSError, ValueError):
-            previous = None
-        if previous != spec:
-            log.info("work directory %s was made with other settings or data: starting over", work_dir)
-            shutil.rmtree(work_dir)
-    work_dir.mkdir(parents=True, exist_ok=True)
-    if not spec_path.exists():
-        write_json(spec, spec_path)
-    return last_complete_checkpoint(work_dir)
 
 
 def load_base(base: str, n_labels: int, seed: int):
@@ -189,15 +145,9 @@ def _collator(pad_id: int):
     import torch
 
     def collate(rows):
-        width = max(len(r["input_ids"]) for r in rows)
-        input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-        attention = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, r in enumerate(rows):
-            n = len(r["input_ids"])
-            input_ids[i, :n] = torch.tensor(r["input_ids"], dtype=torch.long)
-            attention[i, :n] = 1
-        labels = torch.tensor(np.stack([r["labels"] for r in rows]), dtype=torch.float32)
-        return {"input_ids": input_ids, "attention_mask": attention, "labels": labels}
+        batch = pad_right([r["input_ids"] for r in rows], pad_id)
+        batch["labels"] = torch.tensor(np.stack([r["labels"] for r in rows]), dtype=torch.float32)
+        return batch
 
     return collate
 
@@ -241,8 +191,7 @@ def train_reward_model(
 
     out_dir = Path(out_dir)
     dims = train.dimensions
-    if cfg.cpu_threads and not torch.cuda.is_available():
-        torch.set_num_threads(int(cfg.cpu_threads))
+    set_cpu_threads(cfg.cpu_threads, use_cpu=not torch.cuda.is_available())
     effective_seed = int(global_seed) + int(seed)
     t0 = time.time()
     tokenizer, model = load_base(base, len(dims), effective_seed)
@@ -252,7 +201,7 @@ def train_reward_model(
     if train_trunc:
         log.warning("%d of %d training prompts exceed max_length=%d and lose their end", train_trunc, len(train), cfg.max_length)
 
-    bf16 = use_bf16(cfg.bf16)
+    bf16 = use_bf16(cfg.bf16, where="config key 'reward_model.bf16'")
     spec = {
         "base": str(base),
         "seed": int(seed),
@@ -262,14 +211,12 @@ def train_reward_model(
         "train_fingerprint": train.fingerprint(),
         "val_fingerprint": val.fingerprint(),
     }
-    work_dir = out_dir.parent / f".{out_dir.name}.work"
-    resume = _prepare_work_dir(work_dir, spec)
-    if resume is not None:
-        log.info("resuming from %s", resume)
+    remove_stale_temporaries(out_dir)
+    work = open_work_dir(work_dir_beside(out_dir), spec)
 
     early = cfg.early_stopping_patience > 0
     args = TrainingArguments(
-        output_dir=str(work_dir),
+        output_dir=str(work.path),
         learning_rate=cfg.learning_rate,
         num_train_epochs=cfg.num_train_epochs,
         per_device_train_batch_size=cfg.per_device_train_batch_size,
@@ -310,14 +257,13 @@ def train_reward_model(
         data_collator=_collator(pad_id),
         callbacks=cbs,
     )
-    result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    result = run_training(trainer, work, where=f"reward model seed {seed}")
     train_seconds = time.time() - t0
 
     with atomic_dir(out_dir) as tmp:
         tmp.chmod(0o755)  # mkdtemp makes it 0700; the model is read by other users' jobs
-        trainer.save_model(str(tmp))
+        export_model(trainer, result, tmp)
         tokenizer.save_pretrained(str(tmp))
-        (tmp / "training_args.bin").unlink(missing_ok=True)
         # validation figures from the saved artifact, loaded back as every consumer will load it
         figures = validation_figures(
             tmp,
@@ -339,9 +285,9 @@ def train_reward_model(
             "n_train_truncated": int(train_trunc),
             "n_val_truncated": int(val_trunc),
             "train_author_types": train.author_types,
-            "global_steps": int(trainer.state.global_step),
-            "resumed_from": resume.name if resume else None,
-            "train_loss": float(result.training_loss),
+            "global_steps": result.global_step,
+            "resumed_from": result.resumed_from,
+            "train_loss": result.train_loss,
             "train_seconds": round(train_seconds, 2),
             "bf16": bf16,
             "device": str(trainer.args.device),
@@ -350,17 +296,15 @@ def train_reward_model(
             "validation": figures,
         }
         write_json(summary, tmp / "metrics.json")
-        write_json(trainer.state.log_history, tmp / "training_log.json")
+        write_json(result.log_history, tmp / "training_log.json")
         write_model_card(tmp / "README.md", summary)
-    shutil.rmtree(work_dir, ignore_errors=True)
+    shutil.rmtree(work.path, ignore_errors=True)
     log.info("seed %s: wrote %s in %.1fs", seed, out_dir, time.time() - t0)
     return summary
 
 
 def cli_main(argv: Sequence[str] | None = None) -> int:
     """``reappraisal train-reward-model``: one seed, from the processed tables to a model directory."""
-    import pandas as pd  # noqa: F401  (pyarrow-backed reads)
-
     from reappraisal.models.base import read_manifest
 
     p = argparse.ArgumentParser(prog="reappraisal train-reward-model", description=cli_main.__doc__)
@@ -392,9 +336,9 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
                 "rerun prepare_base_models",
                 where=str(a.base_manifest),
             )
-    targets = read_table(a.targets, TARGET_COLUMNS, "targets")
-    vignettes = read_table(a.vignettes, VIGNETTE_COLUMNS, "vignettes")
-    pairs = read_table(a.pairs, PAIR_COLUMNS, "pairs")
+    targets = read_table(a.targets, TARGET_COLUMNS)
+    vignettes = read_table(a.vignettes, VIGNETTE_COLUMNS)
+    pairs = read_table(a.pairs, PAIR_COLUMNS)
     train = examples_for_split(targets, vignettes, "train", dims, where=a.targets)
     val = examples_for_split(targets, vignettes, "val", dims, where=a.targets)
     summary = train_reward_model(

@@ -1,0 +1,387 @@
+"""Training plumbing shared by the reward-model, GRM and policy trainers (core layer).
+
+Every trainer here is a ``transformers.Trainer`` (TRL's ``SFTTrainer`` and
+``GRPOTrainer`` are ones too) and runs the same way:
+
+* **Work folder.** Checkpoints go to a persistent folder beside the output
+  (``<output folder>/.<output name>.work/``, or one the caller names), never
+  to a temporary directory, so a killed run keeps what it did. The folder
+  carries ``RUN_SPEC.json``, the settings and data fingerprints it was made
+  with (:func:`open_work_dir`): a rerun with the same spec resumes, any
+  other starts over.
+* **Resume.** From the newest *complete* checkpoint (:func:`is_complete_checkpoint`:
+  its ``trainer_state.json`` is the last file the Trainer writes, and the
+  weights are there); newer, half-written ones (a kill during saving) are
+  removed, never fatal. A checkpoint that already reached the end of the
+  schedule (``global_step >= max_steps``, or early stopping decided) is not
+  trained again: its model is exported as it is (:func:`export_model`), so
+  a rerun after the final checkpoint never passes ``max_steps``.
+* **Whole-run figures.** The Trainer's ``train_loss`` covers only the steps
+  run in this call; :func:`log_at_save_callback` logs at every checkpoint, so the
+  loss of the steps before the checkpoint is in its log history, and
+  :func:`whole_run_loss` combines both (:func:`run_training` reports it and
+  puts it in the log history).
+* **Leftovers.** Temporaries of atomic writes that a kill left behind
+  (:mod:`reappraisal.atomic` names them ``.<name>.<8 chars>.<suffix>``) are
+  removed before a stage writes its outputs again (:func:`remove_stale_temporaries`).
+
+Also here: the precision rule (:func:`use_bf16`), CPU threads
+(:func:`set_cpu_threads`) and right padding of token-id batches
+(:func:`pad_right`). The KL check of every GRPO stage is
+:func:`reappraisal.config.check_kl_beta`.
+Heavy libraries (torch, transformers) are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from .atomic import write_json
+from .errors import ConfigError, PipelineInputError
+
+log = logging.getLogger("reappraisal.training")
+
+RUN_SPEC = "RUN_SPEC.json"
+TRAINER_STATE = "trainer_state.json"
+CHECKPOINT_PREFIX = "checkpoint-"
+#: Any of these makes a checkpoint folder hold weights.
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+#: Files of a checkpoint that are training state, not the model (left out by :func:`export_model`).
+TRAINING_STATE_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt", TRAINER_STATE, "training_args.bin", "latest",
+                        "zero_to_fp32.py")
+_TRAINING_STATE_PATTERNS = (re.compile(r"^rng_state(_\d+)?\.pth$"), re.compile(r"^global_step\d+$"))
+
+
+# ------------------------------------------------------------------ settings
+def bf16_capable() -> bool:
+    """Whether this machine has a CUDA GPU that supports bf16."""
+    import torch
+
+    return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+
+
+def use_bf16(setting: str | bool, *, where: str, capable: bool | None = None) -> bool:
+    """The precision rule of every trainer: bf16 mixed precision or float32.
+
+    ``setting``: ``"auto"`` (bf16 where the GPU supports it, never on CPU),
+    ``True``/``"bf16"`` (bf16; a ConfigError naming ``where`` when the machine
+    cannot) or ``False``/``"fp32"``. ``capable`` overrides the detection (to
+    lay out settings for another machine, e.g. a cluster preset).
+    """
+    capable = bf16_capable() if capable is None else bool(capable)
+    if setting == "auto":
+        return capable
+    if setting is True or setting == "bf16":
+        if not capable:
+            raise ConfigError("bf16 requested but this machine has no bf16-capable GPU", where=where)
+        return True
+    if setting is False or setting == "fp32":
+        return False
+    raise ConfigError(f"{setting!r} is not a precision (auto, bf16/true or fp32/false)", where=where)
+
+
+def model_dtype(bf16: bool) -> str:
+    """The dtype name models are loaded in for the precision :func:`use_bf16` chose."""
+    return "bfloat16" if bf16 else "float32"
+
+
+def set_cpu_threads(n: int | None, *, use_cpu: bool) -> None:
+    """Torch intra-op threads for a CPU run (``None`` or a GPU run keeps torch's default)."""
+    if n and use_cpu:
+        import torch
+
+        torch.set_num_threads(int(n))
+
+
+# ------------------------------------------------------------------- batches
+def pad_right(seqs: Sequence[Sequence[int]], pad_id: int, *, labels: Sequence[Sequence[int]] | None = None,
+              label_pad: int = -100) -> dict[str, Any]:
+    """Right-padded ``input_ids`` and ``attention_mask`` (and ``labels`` padded with ``label_pad``).
+
+    Every real token keeps the position it has alone, so a batch scores like
+    its rows one at a time (the sequence-classification head pools the last
+    non-pad token).
+    """
+    import torch
+    from torch.nn.utils.rnn import pad_sequence
+
+    ids = [torch.as_tensor(list(s), dtype=torch.long) for s in seqs]
+    out = {
+        "input_ids": pad_sequence(ids, batch_first=True, padding_value=int(pad_id)),
+        "attention_mask": pad_sequence([torch.ones(len(t), dtype=torch.long) for t in ids], batch_first=True),
+    }
+    if labels is not None:
+        lab = [torch.as_tensor(list(s), dtype=torch.long) for s in labels]
+        out["labels"] = pad_sequence(lab, batch_first=True, padding_value=int(label_pad))
+    return out
+
+
+# --------------------------------------------------------------- checkpoints
+def checkpoint_step(path: Path) -> int | None:
+    """N of a ``checkpoint-N`` folder, else None."""
+    name = Path(path).name
+    tail = name[len(CHECKPOINT_PREFIX):]
+    return int(tail) if name.startswith(CHECKPOINT_PREFIX) and tail.isdigit() else None
+
+
+def read_trainer_state(checkpoint: Path) -> dict | None:
+    """The checkpoint's ``trainer_state.json``, or None when absent or half-written."""
+    try:
+        state = json.loads((Path(checkpoint) / TRAINER_STATE).read_text())
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) and "global_step" in state else None
+
+
+def is_complete_checkpoint(checkpoint: Path) -> bool:
+    """A checkpoint the Trainer finished writing: weights present, ``trainer_state.json`` (written last) readable."""
+    checkpoint = Path(checkpoint)
+    return any((checkpoint / f).is_file() for f in WEIGHT_FILES) and read_trainer_state(checkpoint) is not None
+
+
+def last_complete_checkpoint(work_dir: str | Path, *, remove_incomplete: bool = True) -> Path | None:
+    """The newest complete ``checkpoint-N`` in ``work_dir``; newer incomplete ones are removed (or skipped)."""
+    work_dir = Path(work_dir)
+    if not work_dir.is_dir():
+        return None
+    found = sorted(((checkpoint_step(p), p) for p in work_dir.iterdir() if p.is_dir() and checkpoint_step(p) is not None),
+                   reverse=True)
+    for _, p in found:
+        if is_complete_checkpoint(p):
+            return p
+        if remove_incomplete:
+            log.warning("removing incomplete checkpoint %s (killed while saving)", p)
+            shutil.rmtree(p, ignore_errors=True)
+    return None
+
+
+def schedule_finished(state: Mapping[str, Any]) -> bool:
+    """Whether a trainer state is at the end of its schedule (max_steps reached, or early stopping decided)."""
+    if int(state.get("max_steps") or 0) > 0 and int(state["global_step"]) >= int(state["max_steps"]):
+        return True
+    control = ((state.get("stateful_callbacks") or {}).get("TrainerControl") or {}).get("attributes") or {}
+    return bool(control.get("should_training_stop"))
+
+
+@dataclass
+class WorkDir:
+    """A stage's work folder and where training resumes from (see :func:`open_work_dir`)."""
+
+    path: Path
+    resume: Path | None = None
+    state: dict | None = None
+
+    @property
+    def finished(self) -> bool:
+        """The last complete checkpoint already ends the schedule: export it, do not train again."""
+        return self.state is not None and schedule_finished(self.state)
+
+    def subdir(self, name: str, *, main_process: bool = True) -> "WorkDir":
+        """A stage inside this folder (the GRM's ``sft`` and ``grpo``), with its own checkpoints."""
+        return _locate(self.path / name, main_process=main_process)
+
+
+def _locate(path: Path, *, main_process: bool) -> WorkDir:
+    if main_process:
+        path.mkdir(parents=True, exist_ok=True)
+    resume = last_complete_checkpoint(path, remove_incomplete=main_process)
+    return WorkDir(path, resume, read_trainer_state(resume) if resume else None)
+
+
+def open_work_dir(path: str | Path, spec: Mapping[str, Any], *, main_process: bool = True) -> WorkDir:
+    """The work folder at ``path`` for a run made with ``spec`` (JSON-able settings and data fingerprints).
+
+    A folder made with another spec is emptied (training starts over); a
+    folder with the same spec keeps its checkpoints. Only the main process
+    changes anything (others call this after it, with ``main_process=False``).
+    """
+    path = Path(path)
+    spec = json.loads(json.dumps(spec, sort_keys=True, default=str))
+    if main_process:
+        spec_path = path / RUN_SPEC
+        if path.exists():
+            try:
+                previous = json.loads(spec_path.read_text())
+            except (OSError, ValueError):
+                previous = None
+            if previous != spec:
+                log.info("work folder %s was made with other settings or data: starting over", path)
+                shutil.rmtree(path)
+        path.mkdir(parents=True, exist_ok=True)
+        if not spec_path.exists():
+            write_json(spec, spec_path)
+    work = _locate(path, main_process=main_process)
+    if work.resume is not None:
+        log.info("resuming from %s (step %s)", work.resume, work.state["global_step"])
+    return work
+
+
+def work_dir_beside(output: str | Path) -> Path:
+    """The conventional work folder of an output: ``<parent>/.<name>.work``."""
+    output = Path(output)
+    return output.parent / f".{output.name}.work"
+
+
+# ------------------------------------------------------------------ leftovers
+def _temporary_pattern(name: str) -> re.Pattern:
+    # tempfile's names: 8 characters of [a-z0-9_]; atomic_* always add a suffix
+    return re.compile(rf"^\.{re.escape(name)}\.[a-z0-9_]{{8}}\.[A-Za-z0-9]+$")
+
+
+def remove_stale_temporaries(*outputs: str | Path) -> list[Path]:
+    """Remove what killed atomic writes of ``outputs`` left beside them; return what was removed.
+
+    Only names :mod:`reappraisal.atomic` makes for these outputs match, so
+    the work folder (``.<name>.work``) and other files are never touched.
+    """
+    removed = []
+    for out in outputs:
+        out = Path(out)
+        if not out.parent.is_dir():
+            continue
+        pattern = _temporary_pattern(out.name)
+        for p in out.parent.iterdir():
+            if pattern.match(p.name):
+                shutil.rmtree(p, ignore_errors=True) if p.is_dir() and not p.is_symlink() else p.unlink(missing_ok=True)
+                removed.append(p)
+    if removed:
+        log.info("removed %d leftover temporary file(s) of a killed run: %s", len(removed), [p.name for p in removed])
+    return removed
+
+
+# ------------------------------------------------------------------- running
+def whole_run_loss(log_history: Iterable[Mapping[str, Any]], *, upto_step: int, segment_loss: float,
+                   global_step: int) -> float | None:
+    """Mean training loss per step over steps 1..``global_step``.
+
+    Steps up to ``upto_step`` (the checkpoint resumed from) are read from the
+    log history (each logged ``loss`` is the mean of the steps since the
+    previous log); the steps after it contribute ``segment_loss`` each (the
+    Trainer's ``train_loss`` of this call). None when the history does not
+    cover ``upto_step`` exactly (a checkpoint that was not logged at).
+    """
+    total, last = 0.0, 0
+    for entry in sorted((e for e in log_history if "loss" in e and "step" in e), key=lambda e: e["step"]):
+        step = int(entry["step"])
+        if step > upto_step:
+            break
+        if step > last:
+            total += float(entry["loss"]) * (step - last)
+            last = step
+    if last != upto_step:
+        return None
+    total += float(segment_loss) * (global_step - upto_step)
+    return total / global_step if global_step > 0 else math.nan
+
+
+def log_at_save_callback():
+    """A ``TrainerCallback`` that logs at every checkpoint, so a checkpoint's log history covers every step."""
+    from transformers import TrainerCallback
+
+    class LogAtSave(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if control.should_save:
+                control.should_log = True
+            return control
+
+    return LogAtSave()
+
+
+@dataclass
+class RunResult:
+    """What one stage's training amounted to, over the whole run (every segment)."""
+
+    global_step: int
+    max_steps: int
+    train_loss: float | None
+    log_history: list[dict] = field(default_factory=list)
+    resumed_from: str | None = None
+    exported_from: Path | None = None  # set when the schedule had ended at a checkpoint: the model is there
+
+
+def run_training(trainer, work: WorkDir, *, where: str = "training") -> RunResult:
+    """Train (or resume) ``trainer`` in ``work``; skip training when the last checkpoint ends the schedule.
+
+    ``trainer.args.output_dir`` must be ``work.path`` and its save strategy
+    ``steps``. Refuses a run that stopped before its schedule's end without a
+    reason (e.g. a batch the data cannot fill: no step at all).
+    """
+    if Path(trainer.args.output_dir).resolve() != work.path.resolve():
+        raise ValueError(f"the trainer writes to {trainer.args.output_dir}, not to its work folder {work.path}")
+    resumed_from = work.resume.name if work.resume else None
+    if work.finished:
+        state = work.state
+        source = work.resume
+        best = state.get("best_model_checkpoint")
+        if trainer.args.load_best_model_at_end and best and (work.path / Path(best).name).is_dir():
+            source = work.path / Path(best).name  # what load_best_model_at_end would have loaded
+        history = list(state.get("log_history") or [])
+        step = int(state["global_step"])
+        loss = whole_run_loss(history, upto_step=step, segment_loss=0.0, global_step=step)
+        history = [e for e in history if "train_loss" not in e] + [{"train_loss": loss, "step": step}]
+        log.info("%s: checkpoint %s already ends the schedule (step %d): exporting it, no training", where,
+                 work.resume.name, step)
+        return RunResult(step, int(state.get("max_steps") or step), loss, history, resumed_from, source)
+
+    trainer.add_callback(log_at_save_callback())
+    start_step = int(work.state["global_step"]) if work.state else 0
+    output = trainer.train(resume_from_checkpoint=str(work.resume) if work.resume else None)
+    state = trainer.state
+    if state.global_step == 0 or (state.global_step < state.max_steps and not trainer.control.should_training_stop):
+        raise PipelineInputError(
+            f"training stopped after step {state.global_step} of {state.max_steps}: the data cannot fill "
+            "the configured batches",
+            where=where,
+        )
+    loss = whole_run_loss(state.log_history, upto_step=start_step, segment_loss=output.training_loss,
+                          global_step=state.global_step)
+    if loss is None:
+        log.warning("%s: the resumed checkpoint was not logged at; train_loss covers the resumed steps only", where)
+        loss = float(output.training_loss)
+    for entry in reversed(state.log_history):
+        if "train_loss" in entry:
+            entry["train_loss"] = loss
+            break
+    return RunResult(int(state.global_step), int(state.max_steps), loss, list(state.log_history), resumed_from)
+
+
+def _is_training_state(name: str) -> bool:
+    return name in TRAINING_STATE_FILES or any(p.match(name) for p in _TRAINING_STATE_PATTERNS)
+
+
+def export_model(trainer, result: RunResult, dest: str | Path) -> None:
+    """Write the trained model to ``dest``: the trainer's model, or the checkpoint the schedule ended at.
+
+    Every process must call it (``save_model`` gathers sharded weights); only
+    the one that saves writes.
+    """
+    dest = Path(dest)
+    if result.exported_from is None:
+        trainer.save_model(str(dest))
+        if trainer.args.should_save:
+            (dest / "training_args.bin").unlink(missing_ok=True)
+        return
+    if not trainer.args.should_save:
+        return
+    dest.mkdir(parents=True, exist_ok=True)
+    for p in sorted(result.exported_from.iterdir()):
+        if _is_training_state(p.name):
+            continue
+        if p.is_dir():
+            shutil.copytree(p, dest / p.name, dirs_exist_ok=True)
+        else:
+            shutil.copy2(p, dest / p.name)
+
+
+def fingerprint(*parts: Any) -> str:
+    """sha256 of JSON-able parts (data a work folder was made from)."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
