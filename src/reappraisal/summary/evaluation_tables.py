@@ -110,6 +110,16 @@ def _headline_numbers(frame: pd.DataFrame, s: Settings, bar: float) -> dict:
     }
 
 
+HEADLINE_DISPLAY = [
+    ("arm", ("arm",)), ("opponent", ("opponent",)), ("win rate", ("win_rate",)), ("contests", ("contests",)),
+    ("scenarios", ("scenarios",)), ("headline 95% CI", ("headline_low", "headline_high")),
+    ("iid Wilson (ignores clustering)", ("wilson_low", "wilson_high")),
+    ("cluster bootstrap (under-covers)", ("boot_low", "boot_high")),
+    ("sign-flip p vs bar", ("signflip_p_bar",)), ("sign-flip p vs 0.5", ("signflip_p_half",)),
+    ("min attainable p", ("signflip_min_p",)), ("scenarios >= bar", ("scenarios_clearing_bar",)),
+    ("errors", ("errors",)),
+]
+
 HEADLINE_COLUMNS = [
     "arm", "opponent", "judge", "pool", "win_rate", "contests", "scenarios", "wilson_low", "wilson_high",
     "headline_low", "headline_high", "headline_method", "boot_low", "boot_high", "signflip_p_bar",
@@ -149,7 +159,7 @@ def headline_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table
         "clears_bar: headline_low above the bar. errors: contests with an unparseable verdict (not rated)."
     )
     return Table("headline", "Headline win rates", caption, stats.ESTIMAND,
-                 pd.DataFrame(rows, columns=HEADLINE_COLUMNS), sources)
+                 pd.DataFrame(rows, columns=HEADLINE_COLUMNS), sources, display=HEADLINE_DISPLAY)
 
 
 def ood_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
@@ -161,7 +171,8 @@ def ood_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
     if not (contests["pool"] == "ood").any():
         return not_computable("ood", title, caption, stats.ESTIMAND, HEADLINE_COLUMNS, "no contests on the ood pool")
     rows, sources = _rate_rows(contests, "ood", s, sources_by_run)
-    return Table("ood", title, caption, stats.ESTIMAND, pd.DataFrame(rows, columns=HEADLINE_COLUMNS), sources)
+    return Table("ood", title, caption, stats.ESTIMAND, pd.DataFrame(rows, columns=HEADLINE_COLUMNS), sources,
+                 display=HEADLINE_DISPLAY)
 
 
 def per_scenario_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
@@ -186,8 +197,12 @@ def per_scenario_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> T
     )
     columns = ["arm", "opponent", "judge", "vignette_id", "pool", "n_contests", "win_rate", "ci_low", "ci_high",
                "errors", "clears_bar"]
+    display = [("arm", ("arm",)), ("opponent", ("opponent",)), ("pool", ("pool",)), ("scenario", ("vignette_id",)),
+               ("contests", ("n_contests",)), ("win rate", ("win_rate",)), ("Wilson 95% CI", ("ci_low", "ci_high")),
+               ("errors", ("errors",)), (">= bar", ("clears_bar",))]
     return Table("per_scenario", "Win rates per scenario",
-                 caption, "win rate of one scenario (all runs pooled)", pd.DataFrame(rows, columns=columns), sources)
+                 caption, "win rate of one scenario (all runs pooled)", pd.DataFrame(rows, columns=columns), sources,
+                 display=display)
 
 
 def per_run_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
@@ -234,8 +249,12 @@ def per_run_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
     )
     columns = ["arm", "opponent", "judge", "run", "n_contests", "win_rate", "ci_low", "ci_high", "pooled_rate",
                "scenarios", "errors", "run_effect_p", "run_effect_F", "run_effect_method", "note"]
+    display = [("arm", ("arm",)), ("opponent", ("opponent",)), ("run", ("run",)), ("contests", ("n_contests",)),
+               ("win rate", ("win_rate",)), ("headline 95% CI", ("ci_low", "ci_high")), ("errors", ("errors",)),
+               ("run effect p", ("run_effect_p",))]
     return Table("per_run", "Win rates per evaluation run", caption,
-                 "equally weighted mean of one run's scenario win rates", pd.DataFrame(rows, columns=columns), sources)
+                 "equally weighted mean of one run's scenario win rates", pd.DataFrame(rows, columns=columns), sources,
+                 display=display)
 
 
 H2H_COLUMNS = [
@@ -311,8 +330,12 @@ def head_to_head_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> T
     )
     estimand = ("direct: equally weighted mean of scenario win rates against that model; paired: mean over "
                 "scenarios of the difference of the two arms' scenario win rates")
+    display = [("kind", ("kind",)), ("arm", ("arm",)), ("versus", ("versus",)), ("opponent", ("opponent",)),
+               ("pool", ("pool",)), ("estimate", ("estimate",)), ("95% CI", ("ci_low", "ci_high")),
+               ("sign-flip p", ("signflip_p",)), ("min attainable p", ("signflip_min_p",)),
+               ("scenarios", ("scenarios",)), ("contests", ("contests",))]
     return Table("head_to_head", "Head-to-head, paired by scenario", caption, estimand,
-                 pd.DataFrame(rows, columns=H2H_COLUMNS), sources)
+                 pd.DataFrame(rows, columns=H2H_COLUMNS), sources, display=display)
 
 
 def reward_path_gap_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
@@ -355,7 +378,13 @@ def reward_path_gap_table(contests: pd.DataFrame, s: Settings, sources_by_run) -
                     row["note"] = "fewer than 2 scenarios scored by both"
                 rows.append(row)
                 sources.append(_row_sources(frame, sources_by_run))
-    return Table("reward_path_gap", title, caption, estimand, pd.DataFrame(rows, columns=columns), sources)
+    display = [("arm", ("arm",)), ("opponent", ("opponent",)), ("reward path", ("reward_path_judge",)),
+               ("held-out judge", ("heldout_judge",)), ("reward-path win rate", ("reward_path_win_rate",)),
+               ("held-out win rate", ("heldout_win_rate",)), ("gap", ("gap",)),
+               ("gap 95% CI", ("gap_ci_low", "gap_ci_high")), ("sign-flip p", ("gap_signflip_p",)),
+               ("contests", ("contests",))]
+    return Table("reward_path_gap", title, caption, estimand, pd.DataFrame(rows, columns=columns), sources,
+                 display=display)
 
 
 def ablation_table(contests: pd.DataFrame, s: Settings, sources_by_run, health: Mapping[str, Mapping] | None = None,
@@ -401,6 +430,10 @@ def ablation_table(contests: pd.DataFrame, s: Settings, sources_by_run, health: 
     columns = ["arm", "w_rm", "w_grm", "lam", "external", "health", "win_rate", "headline_low", "headline_high",
                "contests", "scenarios", "diff_vs_headline_arm", "diff_ci_low", "diff_ci_high", "diff_signflip_p",
                "note"]
+    display = [("arm", ("arm",)), ("w_rm", ("w_rm",)), ("w_grm", ("w_grm",)), ("health", ("health",)),
+               ("win rate", ("win_rate",)), ("headline 95% CI", ("headline_low", "headline_high")),
+               (f"minus {s.headline_arm}", ("diff_vs_headline_arm",)), ("95% CI", ("diff_ci_low", "diff_ci_high")),
+               ("sign-flip p", ("diff_signflip_p",))]
     return Table("ablation", "Ablation: the arms side by side", caption,
                  f"{stats.ESTIMAND}; diff: mean over scenarios of (arm - {s.headline_arm})",
-                 pd.DataFrame(rows, columns=columns), sources)
+                 pd.DataFrame(rows, columns=columns), sources, display=display)

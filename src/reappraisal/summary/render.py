@@ -1,7 +1,8 @@
 """A :class:`~reappraisal.summary.table.Table` as CSV, Markdown and LaTeX (booktabs).
 
-CSV keeps full precision (it is what other programs read). Markdown and
-LaTeX are for people: rates with 3 decimals, p-values with 3 significant
+CSV keeps full precision and every column (it is what other programs
+read). Markdown and LaTeX are for people: the table's ``display`` columns
+when it declares them (intervals as "[low, high]"), rates with 3 decimals, p-values with 3 significant
 digits, counts as integers, missing values as an empty cell (Markdown) or
 ``--`` (LaTeX). LaTeX output is a ``table`` environment with booktabs rules
 (``\\toprule``/``\\midrule``/``\\bottomrule``), the caption and the label
@@ -52,10 +53,24 @@ def format_cell(value, column: str, missing: str = "") -> str:
     return str(value)
 
 
-def display_frame(frame: pd.DataFrame, missing: str = "") -> pd.DataFrame:
+def _cells(frame: pd.DataFrame, column: str, missing: str) -> list[str]:
+    return [format_cell(v.item() if hasattr(v, "item") else v, column, missing) for v in frame[column]]
+
+
+def display_frame(frame: pd.DataFrame, missing: str = "", display=None) -> pd.DataFrame:
+    """Formatted strings; with ``display`` only its headings, intervals as "[low, high]"."""
     out = pd.DataFrame(index=frame.index)
-    for column in frame.columns:
-        out[column] = [format_cell(v.item() if hasattr(v, "item") else v, column, missing) for v in frame[column]]
+    if display is None:
+        for column in frame.columns:
+            out[column] = _cells(frame, column, missing)
+        return out
+    for heading, columns in display:
+        if len(columns) == 1:
+            out[heading] = _cells(frame, columns[0], missing)
+        else:
+            low, high = _cells(frame, columns[0], missing), _cells(frame, columns[1], missing)
+            out[heading] = [f"[{a}, {b}]" if a and b and missing not in (a, b) else missing
+                            for a, b in zip(low, high)]
     return out
 
 
@@ -67,15 +82,14 @@ def to_markdown(table: Table) -> str:
     head = f"**{table.title}.** {table.caption}\n\n"
     if table.frame.empty:
         return head + "_(no rows)_\n"
-    return head + display_frame(table.frame).to_markdown(index=False) + "\n"
+    return head + display_frame(table.frame, display=table.display).to_markdown(index=False, disable_numparse=True) + "\n"
 
 
 def to_latex(table: Table) -> str:
-    shown = display_frame(table.frame, missing="--")
-    shown = shown.map(escape_latex) if not shown.empty else shown
-    shown.columns = [escape_latex(c) for c in shown.columns]
-    if shown.empty:
-        shown = pd.DataFrame({escape_latex(c): [] for c in table.frame.columns})
+    shown = display_frame(table.frame, missing="--", display=table.display)
+    headings = list(shown.columns)
+    shown = shown.map(escape_latex) if not shown.empty else pd.DataFrame({c: [] for c in headings})
+    shown.columns = [escape_latex(c) for c in headings]
     body = shown.to_latex(index=False, escape=False, column_format="l" * max(1, len(shown.columns)))
     return (
         "\\begin{table}\n\\centering\n"

@@ -1,7 +1,10 @@
 """A summary table: the frame, what it shows, and the artifacts behind each row.
 
 ``sources`` holds, per row, the paths of the artifacts that row was computed
-from (repo-relative strings). Claims computed from a row inherit exactly
+from (repo-relative strings). ``display`` (optional) is what the Markdown and
+LaTeX versions show: a list of (heading, columns) where one column is shown
+as it is and two columns (low, high) as one "[low, high]" cell; the CSV
+always has every column. Claims computed from a row inherit exactly
 those paths as their lineage, so changing one input file changes the lineage
 of exactly the claims whose rows read it.
 """
@@ -23,6 +26,7 @@ class Table:
     sources: list[tuple[str, ...]] = field(default_factory=list)
     status: str = "ok"  # ok | not_computable
     note: str | None = None
+    display: list[tuple[str, tuple[str, ...]]] | None = None
 
     def __post_init__(self) -> None:
         self.frame = self.frame.reset_index(drop=True)
