@@ -1,12 +1,7 @@
 # The HTML report and the model cards: every number in them is read from an artifact listed as input.
 from reappraisal.policy.arms import parse_arms
 
-MODEL_CARDS = {
-    "ensemble": "results/models/rm/README.md",
-    # results/models/grm/ is train_grm's directory output: no other rule may write inside it.
-    "grm": "results/models/grm_card/README.md",
-    **{f"policy:{arm}": f"results/policies/{arm}/README.md" for arm in sorted(parse_arms(config["policy"]))},
-}
+CARD_ARMS = sorted(parse_arms(config["policy"]))
 
 
 rule write_model_cards:
@@ -15,27 +10,28 @@ rule write_model_cards:
         rm_seed_dirs=expand("results/models/rm/seed{seed}", seed=config["reward_model"]["seeds"]),
         grm_model_dir="results/models/grm",
     output:
-        cards=list(MODEL_CARDS.values()),
+        ensemble="results/models/rm/README.md",
+        # results/models/grm/ is train_grm's directory output: no other rule may write inside it.
+        grm="results/models/grm_card/README.md",
+        policies=expand("results/policies/{arm}/README.md", arm=CARD_ARMS),
     params:
         cfg=lambda w: section("policy", "grm", "models", "reward_model", "summary"),
         inputs=lambda w: get_report_manifest(),
-        policy_out=" ".join(f"{k.split(':', 1)[1]}={v}" for k, v in MODEL_CARDS.items() if k.startswith("policy:")),
-        ensemble=MODEL_CARDS["ensemble"],
-        grm=MODEL_CARDS["grm"],
+        policy_out=lambda w, output: " ".join(f"{arm}={path}" for arm, path in zip(CARD_ARMS, output.policies)),
     log:
         "logs/write_model_cards.log",
     conda:
         "../../envs/report.yaml"
     shell:
         "python -m reappraisal write-model-cards --inputs {params.inputs:q} --params {params.cfg:q}"
-        " --rm-dirs {input.rm_seed_dirs} --ensemble-out {params.ensemble} --grm-dir {input.grm_model_dir}"
-        " --grm-out {params.grm} --policy-out {params.policy_out} 2>&1 | tee {log}"
+        " --rm-dirs {input.rm_seed_dirs} --ensemble-out {output.ensemble} --grm-dir {input.grm_model_dir}"
+        " --grm-out {output.grm} --policy-out {params.policy_out} 2>&1 | tee {log}"
 
 
 rule report:
     input:
         unpack(get_report_inputs),
-        model_cards=list(MODEL_CARDS.values()),
+        model_cards=rules.write_model_cards.output,
     output:
         html="results/report.html",
     params:
