@@ -2,7 +2,9 @@
 
 ``accelerate launch --multi_gpu --num_processes 2`` with ``ACCELERATE_USE_CPU=true``
 starts two CPU processes talking over gloo (``accelerate launch --cpu`` alone
-would start only one). In both checks a prompt group straddles the processes.
+would start only one). In every check a prompt group straddles the processes:
+the adapter alone, one GRPOTrainer step with fake judges, and the real
+``train-policy`` command with the real ensemble and GRM.
 """
 
 import json
@@ -29,13 +31,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _launch(*args: str, timeout: int = 240) -> None:
+def _accelerate(*target: str, timeout: int = 300, check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``target`` (a script and its arguments, or ``-m module ...``) in two CPU processes."""
     env = dict(os.environ, ACCELERATE_USE_CPU="true", OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
     cmd = [str(ACCELERATE), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-           "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
-           str(SCRIPT), *args]
+           "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()), *target]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    if check:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def _launch(*args: str) -> None:
+    _accelerate(str(SCRIPT), *args)
 
 
 def test_adapter_two_processes_equal_one(tmp_path):
@@ -82,3 +90,76 @@ def _scenarios():
 
     v = make_vignettes()
     return list(v["vignette_id"]), list(v["text"])
+
+
+def _train_policy_command(tmp_path, warm_policy, judges, vignettes, targets, **policy) -> tuple[list[str], Path]:
+    """The real ``train-policy`` command line for the committee arm, demo config with a tiny schedule."""
+    from reappraisal.config import load_config
+
+    paths = {}
+    for name, table in (("vignettes", vignettes), ("targets", targets)):
+        paths[name] = tmp_path / f"{name}.parquet"
+        table.to_parquet(paths[name], index=False)
+    settings = dict(load_config()["policy"], lr=1e-4, num_generations=4, per_device_train_batch_size=6, max_steps=2,
+                    save_steps=1, max_completion_length=40, health={"window": 2})
+    settings.update(policy)
+    params = {"policy": settings, "reward_model": judges["reward_model"], "grm": judges["grm"],
+              "data": {"dimensions": ["effectiveness"], "primary_dimension": "effectiveness"}, "seed": 0, "preset": "demo"}
+    out = tmp_path / "committee"
+    return ["-m", "reappraisal", "train-policy", "--arm", "committee", "--model-dir", str(warm_policy),
+            "--vignettes", str(paths["vignettes"]), "--targets", str(paths["targets"]),
+            "--rm-dirs", *map(str, judges["rm_dirs"]), "--grm-dir", str(judges["grm_dir"]),
+            "--out-dir", str(out), "--params", json.dumps(params)], out
+
+
+@pytest.mark.slow
+def test_train_policy_command_two_processes_matches_one_process_committee(tmp_path, warm_policy, real_judges,
+                                                                          vignettes, targets):
+    from reappraisal.grm.scorer import GRMScorer, median_references
+    from reappraisal.reward.ensemble import EnsembleScorer
+
+    cmd, out = _train_policy_command(tmp_path, warm_policy, real_judges, vignettes, targets)
+    log = tmp_path / "rewards.jsonl"
+    _accelerate(*cmd, "--rewards-log", str(log))
+    health = json.loads((out / "health.json").read_text())
+    assert health["num_processes"] == 2 and health["global_step"] == 2 and (out / "model" / "config.json").is_file()
+    assert not (out / "checkpoints").exists()
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(calls) == 2  # one global batch per step: 2 processes x 6 completions, groups of 4
+    rm_cfg, grm_cfg = real_judges["reward_model"], real_judges["grm"]
+    ensemble = EnsembleScorer.from_dirs(real_judges["rm_dirs"], penalty="std", lam=0.5,
+                                        batch_size=rm_cfg["ensemble"]["batch_size"], max_length=rm_cfg["max_length"])
+    grm = GRMScorer.from_dir(real_judges["grm_dir"], references=median_references(targets, vignettes, "effectiveness"),
+                             max_new_tokens=grm_cfg["max_new_tokens"], batch_size=grm_cfg["batch_size"])
+    scen = dict(zip(vignettes["vignette_id"], vignettes["text"]))
+    n_passed = 0
+    for call in calls:
+        vids, answers, passed = call["vignette_id"], call["answer"], call["passed"]
+        assert len(vids) == 12 and len(set(vids[4:8])) == 1  # the middle group straddles the processes
+        idx = [i for i in range(12) if passed[i]]
+        n_passed += len(idx)
+        rm = np.full(12, np.nan)
+        judged = np.full(12, np.nan)
+        if idx:  # one process, one batched call per judge, on the gathered answers
+            rm[idx] = ensemble.score([scen[vids[i]] for i in idx], [answers[i] for i in idx])
+            judged[idx] = grm.score([vids[i] for i in idx], [scen[vids[i]] for i in idx], [answers[i] for i in idx])
+        assert np.allclose([np.nan if v is None else v for v in call["rm"]], rm, atol=1e-5, equal_nan=True)
+        assert np.allclose([np.nan if v is None else v for v in call["grm"]], judged, atol=1e-9, equal_nan=True)
+        ref = committee_rewards(vids, passed, rm, judged, group_size=4, weights=CommitteeWeights(0.5, 0.5, 0.5),
+                                penalty=-3.0)
+        assert call["reward"] == pytest.approx(ref.rewards.tolist(), abs=1e-4)
+    assert n_passed >= 8  # most answers are scored, so the comparison is not vacuous
+
+
+@pytest.mark.slow
+def test_train_policy_command_refuses_a_batch_two_processes_cannot_fill(tmp_path, warm_policy, real_judges,
+                                                                       vignettes, targets):
+    # 12 completions per process x 2 processes = 6 prompt groups of 4, from 4 train-pool vignettes:
+    # one process alone would fit (3 groups), so this fails only if both processes are counted
+    cmd, out = _train_policy_command(tmp_path, warm_policy, real_judges, vignettes, targets,
+                                     per_device_train_batch_size=12)
+    proc = _accelerate(*cmd, check=False)
+    assert proc.returncode != 0
+    err = proc.stdout + proc.stderr
+    assert "need 6 distinct prompts per batch but the train pool has 4 vignettes" in err, err[-3000:]
+    assert not (out / "health.json").exists() and not (out / "model").exists()
