@@ -1,0 +1,100 @@
+"""Imports run downhill: no module of the package imports from a later layer.
+
+Layers, first to last: core < data < models < reward < grm < policy <
+evaluation < summary < report; ``cli``/``__main__`` dispatch on top. Every
+``import`` counts, at the top of a module or inside a function. A new
+top-level module or package must be given a layer here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "reappraisal"
+
+#: Top-level modules and packages of the core layer, usable by every stage.
+CORE = {"errors", "atomic", "config", "params", "tables", "training", "workflow_dvc", "import_closure", "stats"}
+LAYERS = ["core", "data", "models", "reward", "grm", "policy", "evaluation", "summary", "report", "dispatcher"]
+
+
+def layer_of(module: str) -> str | None:
+    """The layer of a dotted module name of the package (None: not the package's)."""
+    parts = module.split(".")
+    if parts[0] != "reappraisal":
+        return None
+    if len(parts) == 1 or parts[1] in ("cli", "__main__"):
+        return "dispatcher"
+    if parts[1] in CORE:
+        return "core"
+    return parts[1]
+
+
+def _module_name(path: Path, package: Path = PACKAGE) -> tuple[str, str]:
+    rel = path.relative_to(package.parent).with_suffix("")
+    name = ".".join(rel.parts)
+    if path.name == "__init__.py":
+        name = name.rsplit(".", 1)[0]
+        return name, name
+    return name, name.rsplit(".", 1)[0]
+
+
+def imports_of(path: Path, root: Path = PACKAGE) -> list[tuple[int, str]]:
+    """(line, imported module) for every import in the file, relative ones resolved."""
+    name, package = _module_name(path, root)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.append((node.lineno, target))
+            # ``from reappraisal import grm`` imports the package grm
+            found += [(node.lineno, f"{target}.{a.name}") for a in node.names if target == "reappraisal"]
+    return found
+
+
+def violations(root: Path = PACKAGE) -> tuple[list[str], list[str]]:
+    """Imports from a later layer, and modules (or imported modules) that have no layer."""
+    uphill, unplaced = [], []
+    for path in sorted(root.rglob("*.py")):
+        me = layer_of(_module_name(path, root)[0])
+        rel = path.relative_to(root.parent)
+        if me not in LAYERS:
+            unplaced.append(f"{rel} (layer {me!r})")
+            continue
+        for line, target in imports_of(path, root):
+            them = layer_of(target)
+            if them is None or them == "dispatcher" and target == "reappraisal":
+                continue
+            if them not in LAYERS:
+                unplaced.append(f"{rel}:{line} imports {target} (layer {them!r})")
+            elif LAYERS.index(them) > LAYERS.index(me):
+                uphill.append(f"{rel}:{line} ({me}) imports {target} ({them})")
+    return uphill, unplaced
+
+
+def test_no_module_imports_from_a_later_layer():
+    uphill, unplaced = violations()
+    assert not unplaced, "modules without a layer (add them to CORE or LAYERS):\n" + "\n".join(unplaced)
+    assert not uphill, "imports running uphill:\n" + "\n".join(uphill)
+
+
+def test_the_check_finds_uphill_imports_also_inside_functions(tmp_path):
+    pkg = tmp_path / "reappraisal"
+    for sub in ("models", "policy", "reward"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "policy" / "train.py").write_text("from ..reward import ensemble  # downhill: fine\n")
+    (pkg / "models" / "base.py").write_text("import json\n\ndef corpus():\n    from ..policy import prompts\n")
+    (pkg / "reward" / "card.py").write_text("from reappraisal.cli import main\n")
+    (pkg / "newthing.py").write_text("")
+    uphill, unplaced = violations(pkg)
+    assert uphill == ["reappraisal/models/base.py:4 (models) imports reappraisal.policy (policy)",
+                      "reappraisal/reward/card.py:1 (reward) imports reappraisal.cli (dispatcher)"]
+    assert unplaced == ["reappraisal/newthing.py (layer 'newthing')"]
