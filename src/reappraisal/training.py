@@ -100,6 +100,15 @@ def set_cpu_threads(n: int | None, *, use_cpu: bool) -> None:
         torch.set_num_threads(int(n))
 
 
+def checkpointing_args(output_dir: str | Path, *, seed: int, save_steps: int, save_total_limit: int, bf16: bool,
+                       use_cpu: bool, activation_checkpointing: bool) -> dict[str, Any]:
+    """The ``TrainingArguments`` every trainer here shares: checkpoints every ``save_steps`` into its work
+    folder (what :func:`run_training` resumes from), precision, device, seed, no external loggers."""
+    return dict(output_dir=str(output_dir), save_strategy="steps", save_steps=int(save_steps),
+                save_total_limit=int(save_total_limit), report_to="none", seed=int(seed), bf16=bool(bf16),
+                use_cpu=bool(use_cpu), activation_checkpointing=bool(activation_checkpointing))
+
+
 # ------------------------------------------------------------------- batches
 def pad_right(seqs: Sequence[Sequence[int]], pad_id: int, *, labels: Sequence[Sequence[int]] | None = None,
               label_pad: int = -100) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from reappraisal.tables import read_table
 from reappraisal.training import (
     RunResult,
     WorkDir,
+    checkpointing_args,
     export_model,
     fingerprint,
     model_dtype,
@@ -112,13 +113,14 @@ def sft_rows(
 
 
 # ------------------------------------------------------------------------ training
-def _precision() -> dict[str, Any]:
-    """bf16 (and activation checkpointing) where the GPU supports it; float32 on CPU."""
+def _trainer_args(work: WorkDir, *, seed: int, save_steps: int) -> dict[str, Any]:
+    """Checkpointing and precision of both stages: bf16 (and activation checkpointing) where a GPU
+    supports it, float32 on CPU."""
     import torch
 
-    bf16 = use_bf16("auto", where="grm")
-    return {"bf16": bf16, "dtype": model_dtype(bf16), "use_cpu": not torch.cuda.is_available(),
-            "activation_checkpointing": torch.cuda.is_available()}
+    gpu = torch.cuda.is_available()
+    return checkpointing_args(work.path, seed=seed, save_steps=save_steps, save_total_limit=2,
+                              bf16=use_bf16("auto", where="grm"), use_cpu=not gpu, activation_checkpointing=gpu)
 
 
 def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *, cfg: Mapping, seed: int,
@@ -130,7 +132,8 @@ def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *
     from trl import SFTConfig, SFTTrainer
 
     set_seed(seed)
-    flags = _precision()
+    sft = cfg["sft"]
+    common = _trainer_args(work, seed=seed, save_steps=sft["save_steps"])
     tokenizer = AutoTokenizer.from_pretrained(base_model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -140,10 +143,9 @@ def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *
                    for v, a, b in zip(rows["vignette_id"], rows["first"], rows["second"])],
         "completion": [format_completion(r, c, style) for r, c in zip(rows["reasoning"], rows["correct"])],
     })
-    model = AutoModelForCausalLM.from_pretrained(base_model, dtype=getattr(torch, flags["dtype"]))
-    sft = cfg["sft"]
+    model = AutoModelForCausalLM.from_pretrained(base_model, dtype=getattr(torch, model_dtype(common["bf16"])))
     args = SFTConfig(
-        output_dir=str(work.path),
+        **common,
         num_train_epochs=float(sft["epochs"]),
         learning_rate=float(sft["learning_rate"]),
         per_device_train_batch_size=int(sft["batch_size"]),
@@ -151,14 +153,6 @@ def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *
         lr_scheduler_type="linear",
         warmup_steps=0,
         logging_steps=int(sft["logging_steps"]),
-        save_strategy="steps",
-        save_steps=int(sft["save_steps"]),
-        save_total_limit=2,
-        report_to="none",
-        bf16=flags["bf16"],
-        use_cpu=flags["use_cpu"],
-        activation_checkpointing=flags["activation_checkpointing"],
-        seed=seed,
         disable_tqdm=True,
         shuffle_dataset=True,
     )
@@ -178,7 +172,8 @@ def run_grpo(sft_dir: Path, items: pd.DataFrame, scenarios: Mapping[str, str], *
     from trl import GRPOConfig, GRPOTrainer
 
     set_seed(seed)
-    flags = _precision()
+    g = cfg["grpo"]
+    common = _trainer_args(work, seed=seed, save_steps=g["save_steps"])
     tokenizer = AutoTokenizer.from_pretrained(str(sft_dir))
     tokenizer.padding_side = "left"
     items = items.sample(frac=1.0, random_state=seed).reset_index(drop=True)
@@ -187,10 +182,9 @@ def run_grpo(sft_dir: Path, items: pd.DataFrame, scenarios: Mapping[str, str], *
                    for v, a, b in zip(items["vignette_id"], items["first"], items["second"])],
         "correct": list(items["correct"]),
     })
-    g = cfg["grpo"]
     n_gen = int(g["num_generations"])
     args = GRPOConfig(
-        output_dir=str(work.path),
+        **common,
         max_steps=int(g["steps"]),
         per_device_train_batch_size=int(g["prompts_per_step"]) * n_gen,
         num_generations=n_gen,
@@ -199,16 +193,8 @@ def run_grpo(sft_dir: Path, items: pd.DataFrame, scenarios: Mapping[str, str], *
         beta=check_kl_beta(g["beta"], where="config key 'grm.grpo.beta'"),
         temperature=float(g["temperature"]),
         logging_steps=1,
-        save_strategy="steps",
-        save_steps=int(g["save_steps"]),
-        save_total_limit=2,
-        report_to="none",
-        bf16=flags["bf16"],
-        use_cpu=flags["use_cpu"],
-        activation_checkpointing=flags["activation_checkpointing"],
-        model_init_kwargs={"dtype": flags["dtype"]},
+        model_init_kwargs={"dtype": model_dtype(common["bf16"])},
         remove_unused_columns=False,
-        seed=seed,
         disable_tqdm=True,
     )
     trainer = GRPOTrainer(

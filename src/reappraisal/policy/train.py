@@ -34,6 +34,7 @@ from typing import Any, Callable, Mapping, Sequence
 from reappraisal.config import check_kl_beta, with_defaults
 from reappraisal.errors import ConfigError, PipelineInputError
 from reappraisal.training import (
+    checkpointing_args,
     export_model,
     fingerprint,
     model_dtype,
@@ -67,7 +68,9 @@ def grpo_settings(policy: Mapping[str, Any], *, seed: int, output_dir: str | Pat
     bf16 = use_bf16(policy["precision"], where="config key 'policy.precision'", capable=bf16_capable)
     vllm = policy["vllm"]
     kwargs: dict[str, Any] = dict(
-        output_dir=str(output_dir),
+        **checkpointing_args(output_dir, seed=seed, save_steps=policy["save_steps"],
+                             save_total_limit=policy["save_total_limit"], bf16=bf16, use_cpu=policy["use_cpu"],
+                             activation_checkpointing=policy["gradient_checkpointing"]),
         learning_rate=float(policy["lr"]),
         beta=check_kl_beta(policy["beta"], where="config key 'policy.beta'"),
         num_generations=int(policy["num_generations"]),
@@ -75,20 +78,12 @@ def grpo_settings(policy: Mapping[str, Any], *, seed: int, output_dir: str | Pat
         per_device_train_batch_size=int(policy["per_device_train_batch_size"]),
         gradient_accumulation_steps=int(policy["gradient_accumulation_steps"]),
         max_steps=int(policy["max_steps"]),
-        save_strategy="steps",
-        save_steps=int(policy["save_steps"]),
-        save_total_limit=int(policy["save_total_limit"]),
         logging_steps=1,
-        report_to="none",
-        seed=int(seed),
         temperature=float(policy["temperature"]),
         top_p=float(policy["top_p"]),
         warmup_steps=int(policy["warmup_steps"]),
         lr_scheduler_type=str(policy["lr_scheduler_type"]),
         max_grad_norm=float(policy["max_grad_norm"]),
-        bf16=bf16,
-        use_cpu=bool(policy["use_cpu"]),
-        activation_checkpointing=bool(policy["gradient_checkpointing"]),
         model_init_kwargs={"dtype": model_dtype(bf16)},
         remove_unused_columns=False,
         log_completions=False,

@@ -35,6 +35,7 @@ from reappraisal.errors import ConfigError, PipelineInputError
 from reappraisal.params import parse_params
 from reappraisal.tables import read_table
 from reappraisal.training import (
+    checkpointing_args,
     export_model,
     open_work_dir,
     pad_right,
@@ -216,7 +217,9 @@ def train_reward_model(
 
     early = cfg.early_stopping_patience > 0
     args = TrainingArguments(
-        output_dir=str(work.path),
+        **checkpointing_args(work.path, seed=effective_seed, save_steps=cfg.save_steps,
+                             save_total_limit=cfg.save_total_limit, bf16=bf16, use_cpu=not torch.cuda.is_available(),
+                             activation_checkpointing=cfg.gradient_checkpointing),
         learning_rate=cfg.learning_rate,
         num_train_epochs=cfg.num_train_epochs,
         per_device_train_batch_size=cfg.per_device_train_batch_size,
@@ -226,20 +229,12 @@ def train_reward_model(
         warmup_steps=float(cfg.warmup_ratio),  # a float in [0, 1) is a ratio of the total steps
         lr_scheduler_type=cfg.lr_scheduler_type,
         max_grad_norm=cfg.max_grad_norm,
-        save_strategy="steps",
-        save_steps=cfg.save_steps,
-        save_total_limit=cfg.save_total_limit,
         eval_strategy="steps",
         eval_steps=cfg.save_steps if early else cfg.eval_steps,
         load_best_model_at_end=early,
         metric_for_best_model="eval_loss" if early else None,
         greater_is_better=False if early else None,
         logging_steps=cfg.logging_steps,
-        report_to="none",
-        use_cpu=not torch.cuda.is_available(),
-        bf16=bf16,
-        activation_checkpointing=cfg.gradient_checkpointing,
-        seed=effective_seed,
         data_seed=effective_seed,
         remove_unused_columns=False,
         dataloader_num_workers=0,
