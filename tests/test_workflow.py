@@ -141,7 +141,7 @@ def test_editing_any_module_a_stage_loaded_makes_dvc_status_report_that_stage(co
         original = path.read_bytes()
         path.write_bytes(original + b"\n# an edit\n")
         try:
-            status = json.loads(dvc(repo, "status", "--json").stdout or "{}")
+            status = json.loads(dvc(repo, "status", "--json", *DATA_STAGES).stdout or "{}")
         finally:
             path.write_bytes(original)
         reported = {stage for stage in status if stage in DATA_STAGES}
