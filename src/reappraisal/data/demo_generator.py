@@ -17,6 +17,10 @@ committed files bit-for-bit: all randomness comes from one
 ``numpy.random.Generator`` seeded explicitly, iteration is over lists/tuples
 only (never over sets or hash-ordered data), floats are written with a fixed
 format, and files are UTF-8 with ``\\n`` line endings.
+
+The texts (scenarios, phrase banks, opponent templates) are data files beside
+this module (``demo_texts/*.yaml``); sentences are counted with the format
+gate's splitter (:mod:`reappraisal.sentences`).
 """
 
 from __future__ import annotations
@@ -31,8 +35,10 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import yaml
 
 from reappraisal.atomic import atomic_path
+from reappraisal.sentences import count_sentences
 
 DEFAULT_SEED = 20250101
 DATA_ORIGIN = "SYNTHETIC demo data - not from the study"
@@ -130,440 +136,39 @@ class Vignette:
     opp_alts: tuple[str, str] = ("", "")
 
 
-TRAIN_VIGNETTES = (
-    Vignette(
-        "v01", "sadness",
-        "You organized a small dinner for your birthday and invited your closest friend, Jordan. "
-        "Jordan never showed up and did not answer your messages that evening. "
-        "The next morning you saw photos of Jordan at a concert with other friends.",
-        "train",
-        keywords=("jordan", "birthday", "dinner", "messages", "concert", "photos"),
-        name="Jordan",
-        specific_alts=(
-            "got pulled into the concert at the last minute and forgot about the dinner",
-            "mixed up the date of the birthday dinner",
-            "had a dead phone and never saw the messages",
-            "felt awkward about missing the dinner and did not know how to reply to the messages",
-            "went to the concert because someone else needed support that night",
-            "thought the birthday dinner was on a different night",
-            "had a hard week and the concert photos do not show the whole story",
-            "planned to make up for the birthday with a surprise later",
-        ),
-        specific_coping=(
-            "One missed birthday dinner does not erase years of friendship with Jordan.",
-            "{Sc} can ask Jordan about the dinner directly instead of reading into the photos.",
-            "The photos from the concert only show a few seconds of Jordan's night.",
-            "{Sc} still had a birthday dinner with people who showed up for {O}.",
-            "{Sc} can tell Jordan honestly that the empty seat at dinner hurt.",
-        ),
-        gpt4=(
-            "Perhaps Jordan got swept up in last-minute concert plans and then felt too embarrassed "
-            "about skipping your birthday dinner to answer your messages. Their silence likely says "
-            "more about their guilt than about how much you matter to them.",
-            "It could be that Jordan double-booked the evening and handled it poorly, which would hurt "
-            "but would not mean your friendship is worthless. You can ask them what happened before "
-            "deciding what the photos mean.",
-        ),
-        opp_ref="Jordan",
-        opp_detail="the missed birthday dinner",
-        opp_alts=(
-            "ended up at the concert through a chain of last-minute decisions",
-            "is avoiding you out of embarrassment rather than indifference",
-        ),
-    ),
-    Vignette(
-        "v02", "anger",
-        "Your coworker Priya presented the project plan you spent two weeks drafting as her own work "
-        "in the team meeting. When your manager praised the plan, Priya did not mention your name. "
-        "You sat there and said nothing.",
-        "train",
-        keywords=("priya", "project", "plan", "meeting", "manager", "coworker", "drafting", "drafted", "weeks"),
-        name="Priya",
-        specific_alts=(
-            "did not realize how much of the project plan came from the drafts",
-            "panicked in front of the manager and spoke without thinking",
-            "assumed the plan was shared team work and that everyone knew who drafted it",
-            "meant to credit the drafting work but lost track once the manager started asking questions",
-            "felt pressure from the manager to show results on the project",
-            "planned to mention the drafting work in the meeting notes afterwards",
-            "got nervous presenting to the whole meeting and forgot to give credit",
-        ),
-        specific_coping=(
-            "{Sc} can send the manager a short note about who drafted the project plan.",
-            "The manager liked the plan, which means those two weeks of work were good.",
-            "{Sc} can talk to Priya privately before the next meeting.",
-            "Next time {S} can present {P} own part of the project in the meeting.",
-            "One meeting does not decide how the manager sees {P} work.",
-        ),
-        gpt4=(
-            "Perhaps Priya froze when your manager praised the plan and did not know how to share credit "
-            "gracefully in the moment. You can calmly set the record straight with your manager, knowing "
-            "the quality of your drafting is exactly why the plan was praised.",
-            "It could be that Priya genuinely thinks of the project plan as joint work and did not notice "
-            "she left your name out. Your two weeks of drafting produced something your manager admired, "
-            "and that skill is yours to keep.",
-            "Maybe Priya is under pressure to look productive and grabbed the spotlight without thinking "
-            "about you. You can raise it with her directly, and a short follow-up email to your manager "
-            "can make your contribution visible.",
-        ),
-        opp_ref="Priya",
-        opp_detail="the credit for your plan",
-        opp_alts=(
-            "blanked under the manager's attention and fell back on saying we",
-            "sees collaborative documents as collective property",
-        ),
-    ),
-    Vignette(
-        "v03", "fear",
-        "I texted my partner, Alex, three times this afternoon and got no reply. Alex usually answers "
-        "within minutes, and last night we had an argument about moving in together. I keep imagining "
-        "that Alex is about to end our relationship.",
-        "train",
-        keywords=("alex", "texted", "texts", "reply", "argument", "moving", "relationship", "partner", "afternoon"),
-        name="Alex",
-        specific_alts=(
-            "is stuck in a long afternoon at work and has not looked at the texts",
-            "needs a little time to think after the argument and will reply later",
-            "wants to answer carefully instead of sending a rushed reply",
-            "left the phone at home this afternoon",
-            "is also nervous about moving in together and is sorting out those feelings",
-            "took the argument as a normal disagreement, not the end of the relationship",
-            "is busy and the silence has nothing to do with the relationship",
-        ),
-        specific_coping=(
-            "One argument about moving in together does not mean the relationship is over.",
-            "A few unanswered texts in one afternoon are not proof of anything.",
-            "{Sc} can wait for Alex to reply and then talk about the argument calmly.",
-            "Couples argue about moving in together all the time and stay together.",
-            "{Sc} can tell Alex that the argument left {O} anxious.",
-        ),
-        gpt4=(
-            "Perhaps Alex is simply busy this afternoon or is taking time to reflect after last night's "
-            "argument about moving in. One disagreement and a few unanswered texts are a normal part of a "
-            "relationship, not a sign that you are about to lose Alex.",
-            "It could be that Alex wants to reply thoughtfully rather than quickly because the argument "
-            "mattered to them too. Their silence for a few hours does not mean they are leaving you.",
-        ),
-        opp_ref="Alex",
-        opp_detail="the silence this afternoon",
-        opp_alts=(
-            "is caught up at work and plans to respond tonight",
-            "is processing the conversation and wants to answer with care",
-        ),
-    ),
-    Vignette(
-        "v04", "sadness",
-        "My sister Dana announced at the family lunch that she is moving abroad for a new job. Everyone "
-        "else already knew, and I found out at the same time as our cousins. It felt like I no longer "
-        "matter to her.",
-        "train",
-        keywords=("dana", "sister", "lunch", "family", "moving", "move", "abroad", "job", "cousins"),
-        name="Dana",
-        specific_alts=(
-            "was afraid to tell the closest people first because their reaction mattered most",
-            "told the others by accident and then did not know how to bring it up",
-            "wanted to tell everyone at the family lunch so nobody would feel left out",
-            "was still unsure about the job until the last moment",
-            "worried that telling a sibling first would make leaving feel too real",
-            "assumed someone else in the family had already passed on the news",
-            "felt guilty about moving abroad and kept avoiding the conversation",
-        ),
-        specific_coping=(
-            "Dana moving abroad does not change that she is {P} sister.",
-            "{Sc} can call Dana and say that finding out at lunch hurt.",
-            "The way the news came out at lunch says little about how much Dana cares.",
-            "{Sc} can plan a visit to Dana after the move.",
-            "Sisters stay close across countries all the time.",
-        ),
-        gpt4=(
-            "Perhaps Dana struggled to tell you first because your reaction matters so much to her that it "
-            "made the move feel scarier. Finding out at the family lunch hurt, but it does not mean you "
-            "matter less to your sister.",
-        ),
-        opp_ref="Dana",
-        opp_detail="hearing the news at the family lunch",
-        opp_alts=(
-            "dreaded your reaction because you are so close",
-            "wanted one announcement so that no relative felt ranked",
-        ),
-    ),
-    Vignette(
-        "v05", "anger",
-        "Your downstairs neighbor, Tomas, complained to the building manager about loud music from your "
-        "apartment, even though you were away that whole weekend. The manager sent you a formal warning "
-        "letter. Now Tomas looks away when you pass him in the hallway.",
-        "train",
-        keywords=("tomas", "neighbor", "manager", "music", "apartment", "weekend", "warning", "letter", "hallway", "building"),
-        name="Tomas",
-        specific_alts=(
-            "heard music from a different apartment and guessed wrong",
-            "had a terrible weekend and the noise pushed him over the edge",
-            "feels embarrassed now and avoids the hallway conversation for that reason",
-            "did not expect the manager to send a formal warning letter",
-            "cannot tell which apartment the sound comes from because of how the building carries noise",
-            "has been losing sleep and just wanted the music to stop",
-        ),
-        specific_coping=(
-            "{Sc} can show the manager that {S} {WAS} away that weekend.",
-            "A warning letter for something {S} did not do can be cleared up.",
-            "{Sc} can knock on Tomas's door and explain calmly.",
-            "The letter is a mistake about the building, not about {P} character.",
-            "Tomas looking away in the hallway is not worth a fight.",
-        ),
-        gpt4=(
-            "Maybe Tomas heard music from another unit and honestly believed it came from your apartment. "
-            "You can calmly share that you were away that weekend, and the warning letter can be corrected.",
-            "Perhaps Tomas avoids you in the hallway because he now suspects he made a mistake and feels "
-            "awkward about it. You can clear things up with the building manager and give him a chance to "
-            "reset the relationship.",
-            "It could be that Tomas had a sleepless weekend and complained in frustration without checking "
-            "who was home. That is his error, not a judgment of you, and a friendly word in the hallway may "
-            "ease the tension.",
-        ),
-        opp_ref="Tomas",
-        opp_detail="the warning letter",
-        opp_alts=(
-            "misjudged where the sound came from in an old building",
-            "is now unsure of himself and keeps his distance",
-        ),
-    ),
-    Vignette(
-        "v06", "fear",
-        "You have to give a toast at your best friend Sam's wedding next week in front of two hundred "
-        "guests. At the rehearsal, Sam's mother said loudly that she hopes your speech will not embarrass "
-        "the family. Since then you have been dreading the day.",
-        "train",
-        keywords=("sam", "wedding", "toast", "speech", "rehearsal", "mother", "guests"),
-        name="Sam's mother",
-        specific_alts=(
-            "was nervous about the wedding herself and said it without thinking",
-            "makes the same kind of comment to everyone at the rehearsal",
-            "meant it as an awkward joke about wedding speeches in general",
-            "was stressed by the rehearsal and the two hundred guests",
-            "was remembering a bad toast from another wedding",
-            "wants the wedding to go perfectly and is worried about every detail",
-        ),
-        specific_coping=(
-            "Sam chose {O} to give the toast for a reason.",
-            "The guests at a wedding want the speech to go well.",
-            "{Sc} can practice the toast with Sam before the wedding.",
-            "A short and warm speech is all Sam needs.",
-            "One comment at the rehearsal does not decide how the toast will go.",
-        ),
-        gpt4=(
-            "Perhaps Sam's mother is anxious about the wedding going perfectly and voiced her nerves at you "
-            "without meaning to wound. Sam chose you to give the toast because of your bond, and a sincere "
-            "speech will land well with the guests.",
-            "It could be that Sam's mother says blunt things to everyone when she is stressed, so her comment "
-            "at the rehearsal is not really about you. You can prepare a short, heartfelt toast and trust "
-            "that Sam's guests want you to do well.",
-        ),
-        opp_ref="Sam's mother",
-        opp_detail="the comment at the rehearsal",
-        opp_alts=(
-            "was projecting her own jitters about the big day",
-            "did not realise how loudly she spoke",
-        ),
-    ),
-)
+#: The scenario texts and phrase banks, as data files beside this module.
+TEXTS_DIR = Path(__file__).with_name("demo_texts")
 
-OOD_VIGNETTES = (
-    Vignette(
-        "ood01", "anger",
-        "My roommate Keiko ate the leftovers I had labeled with my name, for the third time this month. "
-        "When I asked about it, she shrugged and said food in the fridge is for everyone.",
-        "ood", opp_ref="Keiko", opp_detail="the missing leftovers",
-        opp_alts=("grew up in a household where the fridge was shared by default",
-                  "did not notice the label and is embarrassed to admit it"),
-    ),
-    Vignette(
-        "ood02", "sadness",
-        "You were not invited to a former classmate's engagement party, even though the rest of your old "
-        "study group was there. You only learned about it from a group chat weeks later.",
-        "ood", opp_ref="the couple", opp_detail="being left off the guest list",
-        opp_alts=("had a strict limit on guests set by the venue",
-                  "assumed you had moved away and lost touch"),
-    ),
-    Vignette(
-        "ood03", "fear",
-        "Your landlord, Helga, left a note asking you to call her urgently about the lease. It is late on "
-        "Friday and she is not answering her phone. You worry she plans to evict you.",
-        "ood", opp_ref="Helga", opp_detail="the urgent note about the lease",
-        opp_alts=("wants to discuss a routine repair or a paperwork detail",
-                  "wrote the note in a hurry before leaving for the weekend"),
-    ),
-    Vignette(
-        "ood04", "anger",
-        "At a dinner party, my brother-in-law Marcus mocked my career choice in front of everyone and kept "
-        "going after I asked him to stop. My spouse laughed along.",
-        "ood", opp_ref="Marcus", opp_detail="the jokes at the dinner party",
-        opp_alts=("was trying clumsily to be the entertaining one at the table",
-                  "feels insecure about his own work and deflected onto you"),
-    ),
-    Vignette(
-        "ood05", "sadness",
-        "Your teenage son Eli has stopped talking to you at dinner and spends every evening in his room "
-        "with the door closed. When you knock, he says he is fine and asks you to leave him alone.",
-        "ood", opp_ref="Eli", opp_detail="the closed door",
-        opp_alts=("is working through an ordinary teenage need for privacy",
-                  "is dealing with something at school that he is not ready to share"),
-    ),
-    Vignette(
-        "ood06", "fear",
-        "My best friend Noor has been distant for two weeks, and yesterday I saw her laughing with a new "
-        "group at the gym. I am scared she has replaced me.",
-        "ood", opp_ref="Noor", opp_detail="the distance between you",
-        opp_alts=("is absorbed in a new routine and has not noticed the gap",
-                  "assumed you were busy and did not want to intrude"),
-    ),
-    Vignette(
-        "ood07", "anger",
-        "Your teammate Ravi missed the deadline for his part of the group assignment, and the whole team "
-        "lost points. He apologized in the chat with a single line and then went offline.",
-        "ood", opp_ref="Ravi", opp_detail="the missed deadline",
-        opp_alts=("was overwhelmed by another course and is ashamed",
-                  "went offline because he did not know how to make amends"),
-    ),
-    Vignette(
-        "ood08", "sadness",
-        "I sent a long message congratulating my old mentor, Professor Lind, on her retirement, and she "
-        "replied with one word. We used to talk every week.",
-        "ood", opp_ref="Professor Lind", opp_detail="the one-word reply",
-        opp_alts=("is receiving hundreds of messages this week and is replying in bulk",
-                  "was moved by the message but is not comfortable writing at length"),
-    ),
-    Vignette(
-        "ood09", "fear",
-        "Your manager, Ines, scheduled a private meeting with you for tomorrow morning without saying why. "
-        "Two people on your floor were let go last month.",
-        "ood", opp_ref="Ines", opp_detail="the unexplained meeting",
-        opp_alts=("wants to talk about a new assignment or some feedback",
-                  "was simply too busy to write a detailed invitation"),
-    ),
-    Vignette(
-        "ood10", "anger",
-        "A stranger on the train played videos loudly next to me for forty minutes. When I politely asked "
-        "him to use headphones, he rolled his eyes and turned the volume up.",
-        "ood", opp_ref="the stranger", opp_detail="the loud videos",
-        opp_alts=("was having a miserable day and reacted defensively",
-                  "felt embarrassed at being corrected in public"),
-    ),
-    Vignette(
-        "ood11", "sadness",
-        "Your grandmother called you by your cousin's name twice during your visit and did not remember "
-        "the photos you brought last time. You left feeling like she no longer knows who you are.",
-        "ood", opp_ref="your grandmother", opp_detail="the mix-up with names",
-        opp_alts=("was tired that afternoon and her memory slips more when she is worn out",
-                  "still feels the warmth of your visits even when the details fade"),
-    ),
-    Vignette(
-        "ood12", "fear",
-        "My girlfriend's parents invited me to their house for the first time, and her father barely spoke "
-        "to me all evening. She says he is just quiet, but I keep thinking he disapproves of me.",
-        "ood", opp_ref="her father", opp_detail="the quiet evening",
-        opp_alts=("is reserved with everyone he does not know well yet",
-                  "was nervous about meeting you too"),
-    ),
-    Vignette(
-        "ood13", "anger",
-        "Your friend Tariq borrowed your camera for a weekend trip and returned it with a cracked lens. "
-        "He has not offered to pay and acts as if nothing happened.",
-        "ood", opp_ref="Tariq", opp_detail="the cracked lens",
-        opp_alts=("did not notice the crack and assumes it was already there",
-                  "is ashamed and hoping the issue fades"),
-    ),
-    Vignette(
-        "ood14", "sadness",
-        "At my farewell party at work, only three colleagues came, although I had worked there for six "
-        "years. My closest colleague said she had a dentist appointment.",
-        "ood", opp_ref="your closest colleague", opp_detail="the small turnout",
-        opp_alts=("had an appointment that could not be moved",
-                  "finds farewells painful and avoided the moment"),
-    ),
-)
 
-# Generic human phrase banks (shared across scenarios). Slots: {S}/{Sc} subject
-# (you/I), {O} object (you/me), {P} possessive (your/my), {R} reflexive,
-# {BE} (are/am), {WAS} (were/was). Generic alternative clauses follow "they" or
-# "the other person", so they avoid number agreement (past tense or modals).
-GENERIC_REFS = ("they", "the other person", "the person involved")
-GENERIC_ALTS = (
-    "had a rough day that {S} did not see",
-    "did not realize how much it meant to {O}",
-    "had something urgent going on",
-    "felt overwhelmed and handled it badly",
-    "meant no harm at all",
-    "did not think it through",
-    "got caught up in their own worries",
-    "never heard the whole story",
-    "had their own reasons that had nothing to do with {O}",
-    "struggled with something they did not want to share",
-)
-ALT_TEMPLATES = (
-    "Maybe {ref} {clause}.",
-    "Perhaps {ref} {clause}.",
-    "It could be that {ref} {clause}.",
-    "It is possible that {ref} {clause}.",
-    "{Sc} can remind {R} that maybe {ref} {clause}.",
-    "{Sc} could consider that perhaps {ref} {clause}.",
-)
-GENERIC_COPING = (
-    "{Sc} {BE} allowed to feel hurt, and the feeling will pass.",
-    "{Sc} can talk about it calmly when {S} {BE} ready.",
-    "This does not define {P} worth.",
-    "{Sc} have handled harder things before.",
-    "One bad moment does not have to ruin everything for {O}.",
-    "{Sc} can choose how much this matters to {O}.",
-    "Tomorrow this will probably feel smaller to {O}.",
-    "{Sc} do not have to solve everything today.",
-    "It is okay to take a breath and let it go.",
-    "Just ignore it.",
-    "Forget about it and move on.",
-    "It is not a big deal in the long run.",
-    "Try not to take it personally.",
-)
-FILLER = (
-    "Honestly things like this happen to everybody at some point and there is not really a lot that "
-    "anyone can do about it in the end.",
-    "Life is long and full of ups and downs and sometimes people just do things that {S} cannot control "
-    "no matter how hard {S} try.",
-    "It is like that with most situations where feelings get involved and everything gets complicated "
-    "very quickly for everyone.",
-    "{Sc} could also go for a walk or watch a show or call someone else or do anything really to keep "
-    "{P} mind busy for a while.",
-    "In general the world keeps turning and next year none of this will seem as important as it does "
-    "right now.",
-    "People are complicated and everyone has their own stuff going on in their lives, which is just how "
-    "it is.",
-    "Thinking about situations like this, nothing stays the same forever and everything changes "
-    "eventually anyway.",
-    "There is a lot going on in the world and sometimes small things feel huge when they happen but "
-    "later they shrink.",
-    "It is also worth remembering that stress and tiredness make every problem look bigger than it "
-    "really is at the time.",
-)
-PERSONS = {
-    "you": {"S": "you", "Sc": "You", "O": "you", "P": "your", "R": "yourself", "BE": "are", "WAS": "were"},
-    "I": {"S": "I", "Sc": "I", "O": "me", "P": "my", "R": "myself", "BE": "am", "WAS": "was"},
-}
+def _tuples(x):
+    """YAML lists as tuples (the texts are constants)."""
+    if isinstance(x, list):
+        return tuple(_tuples(i) for i in x)
+    if isinstance(x, dict):
+        return {k: _tuples(v) for k, v in x.items()}
+    return x
+
+
+def _load_texts(name: str) -> dict:
+    return _tuples(yaml.safe_load((TEXTS_DIR / name).read_text(encoding="utf-8")))
+
+
+_SCENARIOS = _load_texts("scenarios.yaml")
+TRAIN_VIGNETTES = tuple(Vignette(**v) for v in _SCENARIOS["train"])
+OOD_VIGNETTES = tuple(Vignette(**v) for v in _SCENARIOS["ood"])
+
+# Generic human phrase banks (shared across scenarios) and opponent answer
+# templates: see demo_texts/phrases.yaml for the slots.
+_PHRASES = _load_texts("phrases.yaml")
+GENERIC_REFS = _PHRASES["generic_refs"]
+GENERIC_ALTS = _PHRASES["generic_alts"]
+ALT_TEMPLATES = _PHRASES["alt_templates"]
+GENERIC_COPING = _PHRASES["generic_coping"]
+FILLER = _PHRASES["filler"]
+PERSONS = _PHRASES["persons"]
+OPPONENT_TEMPLATES = _PHRASES["opponent_templates"]
 SENTENCE_COUNT_CHOICES = (1, 2, 3, 4, 5)
 SENTENCE_COUNT_PROBS = (0.30, 0.35, 0.17, 0.11, 0.07)
-
-# Opponent answer templates (wording deliberately disjoint from the human banks).
-OPPONENT_TEMPLATES = {
-    "deepseek-r1": (
-        "Consider that {ref} {alt0}; the situation reflects their circumstances more than your value. "
-        "Holding that possibility can soften the sting of {detail}.",
-        "There may be an explanation you have not heard yet: {ref} {alt1}. Giving them the benefit of the "
-        "doubt lets you respond to {detail} from a calmer place.",
-    ),
-    "qwen2.5-72b": (
-        "It is understandable to feel this way about {detail}. One way to see it is that {ref} {alt0}, "
-        "which is not a statement about your worth.",
-        "Try viewing {detail} from their side: {ref} {alt1}. Seeing it that way can make it easier to "
-        "talk openly.",
-    ),
-}
 OPPONENT_SHORT = {"deepseek-r1": "r1", "qwen2.5-72b": "qwen"}
 
 # --------------------------------------------------------------------------
@@ -573,16 +178,11 @@ OPPONENT_SHORT = {"deepseek-r1": "r1", "qwen2.5-72b": "qwen"}
 _WORD = re.compile(r"[a-z0-9]+")
 _SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself)\b", re.IGNORECASE)
 _ALTERNATIVE = re.compile(r"\b(maybe|perhaps|possibly|could be that|possible that)\b", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"[.!?]+(?:\s+|$)")
 
 
 def tokens(text: str) -> list[str]:
     """Lower-case word tokens (letters and digits), as used for n-gram checks."""
     return _WORD.findall(text.lower())
-
-
-def count_sentences(text: str) -> int:
-    return len([p for p in _SENTENCE_END.split(text.strip()) if p.strip()])
 
 
 def text_features(text: str, keywords: Sequence[str]) -> dict[str, int]:

@@ -4,7 +4,7 @@ For one prompt group of G candidate answers (the model card's recipe):
 
 * **Format gate.** An answer that is empty (including a completion that never
   closed ``</think>``) or has more than ``max_sentences`` sentences (see
-  :mod:`reappraisal.policy.sentences`) gets exactly ``penalty`` and takes no
+  :mod:`reappraisal.sentences`) gets exactly ``penalty`` and takes no
   part in the group statistics; it is not scored by any model.
 * **z within the group.** Over the candidates that pass the gate,
   ``z_rm = z(ensemble scores)`` and ``z_grm = z(GRM scores)`` with
@@ -28,7 +28,7 @@ from typing import Any, Hashable, Mapping, Sequence
 
 import numpy as np
 
-from .sentences import count_sentences
+from reappraisal.sentences import count_sentences
 
 #: A group whose scores have a std below this gets z = 0 for every candidate.
 ZERO_STD = 1e-6

@@ -3,7 +3,7 @@
 import pytest
 
 from reappraisal.policy.committee import FormatGate
-from reappraisal.policy.sentences import count_sentences, split_sentences
+from reappraisal.sentences import count_sentences, split_sentences
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
-"""A small, documented sentence splitter for the two-sentence format gate.
+"""The one sentence splitter (core layer): the two-sentence format gate and the demo data both count with it.
 
-Rules, applied in order (each tested in ``tests/policy/test_sentences.py``):
+Rules, applied in order (each tested in ``tests/test_sentences.py``):
 
 1. A line break ends a sentence: every non-blank line is split on its own, so
    a bulleted list counts one sentence per item at least.
