@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from reappraisal.errors import PipelineInputError
-from reappraisal.training import pad_right, set_cpu_threads
+from reappraisal.training import pad_right, remove_stale_temporaries, set_cpu_threads
 
 from .committee import FormatGate
 from .prompts import build_messages
@@ -94,6 +94,7 @@ def run_warm_start(
 
     from reappraisal.atomic import atomic_dir
 
+    remove_stale_temporaries(out_dir)  # what a killed earlier run left beside the output
     torch.manual_seed(seed)
     tok = AutoTokenizer.from_pretrained(base_dir)
     model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
