@@ -1,0 +1,107 @@
+"""The shared training plumbing's pure parts: checkpoints found, leftovers removed, whole-run loss, padding, precision."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from reappraisal.atomic import atomic_dir
+from reappraisal.errors import ConfigError
+from reappraisal.training import (
+    last_complete_checkpoint,
+    open_work_dir,
+    pad_right,
+    remove_stale_temporaries,
+    schedule_finished,
+    use_bf16,
+    whole_run_loss,
+)
+
+
+def _checkpoint(work: Path, step: int, *, state: str | None = "ok", weights: bool = True) -> Path:
+    d = work / f"checkpoint-{step}"
+    d.mkdir(parents=True)
+    if weights:
+        (d / "model.safetensors").write_bytes(b"w")
+    if state == "ok":
+        (d / "trainer_state.json").write_text(json.dumps({"global_step": step, "max_steps": 10, "log_history": []}))
+    elif state == "torn":
+        (d / "trainer_state.json").write_text('{"global_step": ')
+    return d
+
+
+def test_the_newest_complete_checkpoint_wins_and_half_written_ones_go(tmp_path):
+    _checkpoint(tmp_path, 5)
+    _checkpoint(tmp_path, 10)
+    _checkpoint(tmp_path, 15, state="torn")
+    _checkpoint(tmp_path, 20, state=None)
+    _checkpoint(tmp_path, 25, weights=False)
+    (tmp_path / "checkpoint-final").mkdir()
+    assert last_complete_checkpoint(tmp_path, remove_incomplete=False).name == "checkpoint-10"
+    assert (tmp_path / "checkpoint-20").exists()  # only the main process removes
+    assert last_complete_checkpoint(tmp_path).name == "checkpoint-10"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-10", "checkpoint-5", "checkpoint-final"]
+    assert last_complete_checkpoint(tmp_path / "nothing") is None
+
+
+def test_work_dir_keeps_checkpoints_only_for_the_same_spec(tmp_path):
+    work = tmp_path / ".out.work"
+    w = open_work_dir(work, {"lr": 1e-3, "data": "abc"})
+    assert w.resume is None and not w.finished
+    _checkpoint(work, 10)
+    again = open_work_dir(work, {"data": "abc", "lr": 1e-3})
+    assert again.resume.name == "checkpoint-10" and again.finished  # global_step 10 of max_steps 10
+    other = open_work_dir(work, {"lr": 2e-3, "data": "abc"})
+    assert other.resume is None and sorted(p.name for p in work.iterdir()) == ["RUN_SPEC.json"]
+
+
+def test_schedule_finished_reads_steps_and_early_stopping():
+    assert not schedule_finished({"global_step": 4, "max_steps": 8})
+    assert schedule_finished({"global_step": 8, "max_steps": 8})
+    stopped = {"TrainerControl": {"args": {}, "attributes": {"should_training_stop": True}}}
+    assert schedule_finished({"global_step": 4, "max_steps": 8, "stateful_callbacks": stopped})
+
+
+def test_leftovers_of_killed_atomic_writes_are_removed_and_nothing_else(tmp_path):
+    out = tmp_path / "seed0"
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_dir(out) as tmp:
+            kept = tmp  # an exception cleans up; a SIGKILL would not: recreate what it leaves
+            raise KeyboardInterrupt
+    assert not kept.exists()
+    left = [Path(tempfile.mkdtemp(prefix=".seed0.", suffix=".tmp", dir=tmp_path)),
+            Path(tempfile.mkstemp(prefix=".health.json.", suffix=".json", dir=tmp_path)[1])]
+    others = [tmp_path / ".seed0.work", tmp_path / ".seed01.abcdefgh.tmp", tmp_path / "seed0.abcdefgh.tmp"]
+    for p in others:
+        p.mkdir()
+    removed = remove_stale_temporaries(out, tmp_path / "health.json", tmp_path / "absent" / "x")
+    assert sorted(removed) == sorted(left) and not any(p.exists() for p in left)
+    assert all(p.exists() for p in others)
+
+
+def test_whole_run_loss_joins_the_logged_steps_and_the_resumed_segment():
+    history = [{"loss": 2.0, "step": 2}, {"eval_loss": 9.0, "step": 2}, {"loss": 1.0, "step": 4}, {"loss": 7.0, "step": 6}]
+    # steps 1-2 mean 2.0, 3-4 mean 1.0 (from the checkpoint at 4), then 4 steps of mean 0.5 in this segment
+    assert whole_run_loss(history, upto_step=4, segment_loss=0.5, global_step=8) == pytest.approx((4 + 2 + 2) / 8)
+    assert whole_run_loss([], upto_step=0, segment_loss=0.7, global_step=5) == pytest.approx(0.7)
+    assert whole_run_loss(history, upto_step=3, segment_loss=0.5, global_step=8) is None  # step 3 was not logged
+
+
+def test_pad_right_keeps_every_token_in_place():
+    batch = pad_right([[5, 6, 7], [8]], 0, labels=[[-100, 6, 7], [8]])
+    assert batch["input_ids"].tolist() == [[5, 6, 7], [8, 0, 0]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
+    assert batch["labels"].tolist() == [[-100, 6, 7], [8, -100, -100]]
+
+
+def test_one_precision_rule():
+    assert use_bf16("auto", where="k", capable=False) is False and use_bf16("auto", where="k", capable=True) is True
+    assert use_bf16("bf16", where="k", capable=True) and use_bf16(True, where="k", capable=True)
+    assert not use_bf16("fp32", where="k", capable=True) and not use_bf16(False, where="k", capable=True)
+    with pytest.raises(ConfigError, match="config key 'reward_model.bf16'"):
+        use_bf16(True, where="config key 'reward_model.bf16'", capable=False)
+    with pytest.raises(ConfigError, match="not a precision"):
+        use_bf16("fp16", where="k", capable=True)
