@@ -46,7 +46,7 @@ def test_demo_judge_examples_come_only_from_the_judge_half_of_validation(tokeniz
     used = {t for t in targets["text"] if any(t in p for p in examples["prompt"])}
     assert used and used <= allowed and not used & forbidden
     # both orders of every pair, with the verdict following the human margin
-    assert sum(c.endswith("VERDICT: A") for c in examples["completion"]) == len(examples["completion"]) // 2
+    assert sum(c.endswith("A") for c in examples["completion"]) == len(examples["completion"]) // 2
 
 
 def test_the_taught_reply_parses_as_the_intended_verdict(tokenizer):
@@ -54,6 +54,8 @@ def test_the_taught_reply_parses_as_the_intended_verdict(tokenizer):
     prompt = tokenizer.apply_chat_template(spec.messages("s", "a", "b"), tokenize=False, add_generation_prompt=True)
     for label in ("A", "B"):
         assert spec.parse(verdict_completion(prompt, label)) == label
+        if spec.prefill:
+            assert spec.parse(spec.prefill + verdict_completion(prompt + spec.prefill, label, spec.prefill)) == label
 
 
 def test_ensemble_verdicts_in_both_orders_name_the_higher_scored_answer():

@@ -27,6 +27,8 @@ def test_every_shipped_judge_is_valid(name):
     ({"backend": "openai", "base_url": None}, "base_url is required"),
     ({"decoding": {"temperature": -1}}, "decoding.temperature"),
     ({"surprise": 1}, "Additional properties are not allowed"),
+    ({"backend": "openai", "base_url": "http://127.0.0.1:9/v1",
+      "template": {"prefill": "VERDICT:"}}, "prefill is supported by the transformers backend only"),
 ])
 def test_bad_judge_files_are_refused_with_one_line_naming_the_file(tmp_path, overrides, message):
     write_judge(tmp_path, "bad", **overrides)

@@ -80,7 +80,8 @@ class TransformersBackend:
         self.decoding = Decoding.from_mapping(spec.decoding)
 
     def replies(self, conversations: Sequence[Conversation], progress=None) -> Iterator[tuple[int, str | CallFailure]]:
-        prompts = render_prompts(self.tokenizer, conversations)
+        prefill = self.spec.prefill or ""
+        prompts = [p + prefill for p in render_prompts(self.tokenizer, conversations)]
         step = max(1, self.spec.batch_size) * 4
         seed = self.spec.decoding.get("seed") or 0
         for start in range(0, len(prompts), step):
@@ -88,7 +89,7 @@ class TransformersBackend:
             outs = generate_hf(self.model, self.tokenizer, chunk, self.decoding, batch_size=self.spec.batch_size,
                                seed=int(seed) + start, progress=progress)
             for offset, out in enumerate(outs):
-                yield start + offset, out.text
+                yield start + offset, prefill + out.text
 
 
 class OpenAIBackend:

@@ -34,8 +34,16 @@ from .judge_spec import JUDGES_DIR, JudgeSpec, load_judge
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
-def verdict_completion(prompt: str, label: str) -> str:
-    """The reply the judge is taught: close an opened thinking block, then the verdict line."""
+def verdict_completion(prompt: str, label: str, prefill: str | None = None) -> str:
+    """The reply the judge is taught after ``prompt``.
+
+    With a ``prefill`` (the judge YAML's reply start, already at the end of
+    ``prompt``) only the verdict letter is taught, so the whole loss falls on
+    the decision; otherwise an opened thinking block is closed, then the
+    verdict line.
+    """
+    if prefill:
+        return f" {label}"
     line = f"VERDICT: {label}"
     return f"{THINK_CLOSE}\n{line}" if prompt.rstrip().endswith(THINK_OPEN) else line
 
@@ -50,9 +58,9 @@ def training_examples(pairs: pd.DataFrame, scenarios: dict[str, str], spec: Judg
         for a, b, label in ((p.first, p.second, "A" if first_wins else "B"),
                             (p.second, p.first, "B" if first_wins else "A")):
             prompt = tokenizer.apply_chat_template(spec.messages(scenarios[p.vignette_id], a, b), tokenize=False,
-                                                   add_generation_prompt=True)
+                                                   add_generation_prompt=True) + (spec.prefill or "")
             prompts.append(prompt)
-            completions.append(verdict_completion(prompt, label))
+            completions.append(verdict_completion(prompt, label, spec.prefill))
     return {"prompt": prompts, "completion": completions}
 
 

@@ -54,6 +54,7 @@ class JudgeSpec:
     api_key_env: str | None = None
     batch_size: int = 32
     path: str = ""
+    prefill: str | None = None
 
     def messages(self, scenario: str, answer_a: str, answer_b: str) -> list[dict[str, str]]:
         """The chat messages for one order: ``answer_a`` in slot A."""
@@ -87,6 +88,7 @@ class JudgeSpec:
             "model": self.model,
             "system": self.system,
             "user": self.user,
+            "prefill": self.prefill,
             "pattern": self.pattern,
             "labels": dict(sorted(self.labels.items())),
             "decoding": dict(sorted(self.decoding.items())),
@@ -147,6 +149,8 @@ def spec_from_mapping(name: str, raw: Any, *, where: str) -> JudgeSpec:
         raise ConfigError("verdict.labels must map some label to A and some label to B", where=where)
     if raw["backend"] == "openai" and not raw.get("base_url"):
         raise ConfigError("base_url is required for the openai backend", where=where)
+    if raw["backend"] != "transformers" and raw["template"].get("prefill"):
+        raise ConfigError("template.prefill is supported by the transformers backend only", where=where)
     return JudgeSpec(
         name=name,
         backend=raw["backend"],
@@ -161,4 +165,5 @@ def spec_from_mapping(name: str, raw: Any, *, where: str) -> JudgeSpec:
         api_key_env=raw.get("api_key_env"),
         batch_size=int(raw["batch_size"]),
         path=where,
+        prefill=raw["template"].get("prefill"),
     )
