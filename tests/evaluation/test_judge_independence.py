@@ -61,3 +61,33 @@ def test_the_taught_reply_parses_as_the_intended_verdict(tokenizer):
 def test_ensemble_verdicts_in_both_orders_name_the_higher_scored_answer():
     out = ensemble_verdicts(np.array([0.9, 0.1, 0.5]), np.array([0.2, 0.4, 0.5]))
     assert out == {"AB": ["A", "B", "tie"], "BA": ["B", "A", "tie"]}
+
+
+def test_a_killed_demo_judge_training_resumes_from_its_last_complete_checkpoint(tmp_path, tokenizer):
+    from transformers import TrainerCallback
+
+    from reappraisal.evaluation.demo_judge import train_demo_judge
+
+    base = build_tiny_policy(tmp_path / "base")
+    targets = _targets()
+    vignettes = pd.DataFrame({"vignette_id": ["v1", "v2", "v3"], "text": ["S one.", "S two.", "S three."]})
+    cfg = {"judge_train_fraction": 0.6, "min_margin": 0.3, "epochs": 2, "learning_rate": 1e-3, "batch_size": 4,
+           "max_length": 256, "save_steps": 2, "cpu_threads": 1}
+
+    class Kill(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            if state.global_step == 5:
+                raise KeyboardInterrupt("killed")
+
+    out = tmp_path / "judge"
+    with pytest.raises(KeyboardInterrupt):
+        train_demo_judge(str(base), targets, vignettes, load_judge("demo-judge"), cfg=cfg, dimension="effectiveness",
+                         seed=1, out_dir=out, callbacks=[Kill()])
+    assert not out.exists() and (tmp_path / ".judge.work" / "checkpoint-4").is_dir()
+    summary = train_demo_judge(str(base), targets, vignettes, load_judge("demo-judge"), cfg=cfg,
+                               dimension="effectiveness", seed=1, out_dir=out)
+    assert summary["resumed_from"] == "checkpoint-4"
+    n_steps = -(-summary["examples"] // 4) * 2
+    assert summary["steps"] == n_steps and summary["train_loss"] > 0
+    assert (out / "config.json").is_file() and (out / "training_summary.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["base", "judge"]  # no work folder, no temporaries

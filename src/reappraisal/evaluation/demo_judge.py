@@ -21,13 +21,27 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 
 from ..atomic import atomic_dir
+from ..errors import PipelineInputError
 from ..params import parse_params
+from ..training import (
+    checkpointing_args,
+    export_model,
+    fingerprint,
+    model_dtype,
+    open_work_dir,
+    remove_stale_temporaries,
+    run_training,
+    set_cpu_threads,
+    use_bf16,
+    work_dir_beside,
+)
 from .human_pairs import human_pairs
 from .judge_spec import JUDGES_DIR, JudgeSpec, load_judge
 
@@ -65,15 +79,20 @@ def training_examples(pairs: pd.DataFrame, scenarios: dict[str, str], spec: Judg
 
 
 def train_demo_judge(base_dir: str, targets: pd.DataFrame, vignettes: pd.DataFrame, spec: JudgeSpec, *,
-                     cfg: dict, dimension: str, seed: int, out_dir: Path) -> dict:
-    """Fine-tune the judge base on the judge-train pairs; save model + tokenizer + training summary."""
+                     cfg: dict, dimension: str, seed: int, out_dir: Path, callbacks=()) -> dict:
+    """Fine-tune the judge base on the judge-train pairs; save model + tokenizer + training summary.
+
+    Checkpoints and resumes through the shared training plumbing
+    (:mod:`reappraisal.training`) like every trainer here: a killed run
+    continues from its last complete checkpoint in ``.judge.work`` beside
+    the output.
+    """
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
     from trl import SFTConfig, SFTTrainer
 
     set_seed(seed)
-    torch.set_num_threads(int(cfg.get("cpu_threads") or torch.get_num_threads()))
     pairs = human_pairs(targets, dimension=dimension, judge_train_fraction=float(cfg["judge_train_fraction"]), seed=seed)
     scenarios = dict(zip(vignettes["vignette_id"].astype(str), vignettes["text"].astype(str)))
     tokenizer = AutoTokenizer.from_pretrained(base_dir)
@@ -81,49 +100,48 @@ def train_demo_judge(base_dir: str, targets: pd.DataFrame, vignettes: pd.DataFra
         tokenizer.pad_token = tokenizer.eos_token
     examples = training_examples(pairs, scenarios, spec, tokenizer, float(cfg["min_margin"]))
     if not examples["prompt"]:
-        from ..errors import PipelineInputError
-
         raise PipelineInputError("no clearly separated judge-train pairs to learn from; lower "
                                  "evaluation.demo_judge.min_margin or raise judge_train_fraction",
                                  where="config evaluation.demo_judge")
     gpu = torch.cuda.is_available()
-    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.bfloat16 if gpu else torch.float32)
+    bf16 = use_bf16("auto", where="evaluation.demo_judge")
+    set_cpu_threads(cfg.get("cpu_threads"), use_cpu=not gpu)
+    remove_stale_temporaries(out_dir)
+    work = open_work_dir(work_dir_beside(out_dir), {"base": base_dir, "cfg": cfg, "seed": seed,
+                                                    "data": fingerprint(examples)})
+    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=getattr(torch, model_dtype(bf16)))
+    args = SFTConfig(
+        **checkpointing_args(work.path, seed=seed, save_steps=int(cfg["save_steps"]), save_total_limit=2, bf16=bf16,
+                             use_cpu=not gpu, activation_checkpointing=False),
+        num_train_epochs=float(cfg["epochs"]),
+        learning_rate=float(cfg["learning_rate"]),
+        per_device_train_batch_size=int(cfg["batch_size"]),
+        max_length=int(cfg["max_length"]),
+        lr_scheduler_type="linear",
+        logging_steps=10,
+        disable_tqdm=False,
+        shuffle_dataset=True,
+    )
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_dict(examples), processing_class=tokenizer,
+                         callbacks=list(callbacks))
+    result = run_training(trainer, work, where="train_demo_judge")
+    summary = {
+        "base": base_dir,
+        "judge_spec": spec.path,
+        "examples": len(examples["prompt"]),
+        "pairs": int(len(examples["prompt"]) // 2),
+        "judge_train_reappraisals": int(pd.unique(pairs.loc[pairs["half"] == "judge_train",
+                                                            ["first_id", "second_id"]].to_numpy().ravel()).size),
+        "train_loss": result.train_loss,
+        "steps": result.global_step,
+        "resumed_from": result.resumed_from,
+        "data": "judge_train half of the validation split's human pairs; never seen by the reward path",
+    }
     with atomic_dir(out_dir) as tmp:
-        args = SFTConfig(
-            output_dir=str(tmp / "_work"),
-            num_train_epochs=float(cfg["epochs"]),
-            learning_rate=float(cfg["learning_rate"]),
-            per_device_train_batch_size=int(cfg["batch_size"]),
-            max_length=int(cfg["max_length"]),
-            lr_scheduler_type="linear",
-            logging_steps=10,
-            save_strategy="no",
-            report_to="none",
-            bf16=gpu,
-            use_cpu=not gpu,
-            seed=seed,
-            disable_tqdm=False,
-            shuffle_dataset=True,
-        )
-        trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_dict(examples), processing_class=tokenizer)
-        result = trainer.train()
-        trainer.save_model(str(tmp))
+        export_model(trainer, result, tmp)
         tokenizer.save_pretrained(str(tmp))
-        summary = {
-            "base": base_dir,
-            "judge_spec": spec.path,
-            "examples": len(examples["prompt"]),
-            "pairs": int(len(examples["prompt"]) // 2),
-            "judge_train_reappraisals": int(pd.unique(pairs.loc[pairs["half"] == "judge_train",
-                                                                ["first_id", "second_id"]].to_numpy().ravel()).size),
-            "train_loss": float(result.training_loss),
-            "steps": int(result.global_step),
-            "data": "judge_train half of the validation split's human pairs; never seen by the reward path",
-        }
         (tmp / "training_summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
-        import shutil
-
-        shutil.rmtree(tmp / "_work", ignore_errors=True)
+    shutil.rmtree(work.path, ignore_errors=True)
     return summary
 
 
