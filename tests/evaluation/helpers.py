@@ -24,6 +24,8 @@ def write_judge(folder: Path, name: str, **overrides) -> Path:
             spec.pop(key, None)
         else:
             spec[key] = value
+    if spec["backend"] != "transformers" and "prefill" not in (overrides.get("template") or {}):
+        spec["template"].pop("prefill", None)  # the demo judge's prefill is for local models only
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))

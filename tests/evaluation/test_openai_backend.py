@@ -25,7 +25,7 @@ def test_success_sends_model_messages_and_decoding(tmp_path):
     assert req["path"] == "/v1/chat/completions"
     assert req["body"]["model"] == "fake-model"
     assert req["body"]["messages"] == CONV
-    assert req["body"]["temperature"] == 0.0 and req["body"]["max_tokens"] == 8
+    assert req["body"]["temperature"] == 0.0 and req["body"]["max_tokens"] == spec.decoding["max_new_tokens"]
 
 
 def test_429_with_retry_after_is_honoured_then_success(tmp_path):
