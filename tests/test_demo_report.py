@@ -44,10 +44,19 @@ def test_report_is_built_with_demo_banner_and_every_section(demo_run):
 def test_headline_is_filled_from_the_demo_contests_once_the_summary_runs(demo_run):
     if not (demo_run / "workflow/rules/summary.smk").exists():
         pytest.skip("no summarize rule in this checkout yet: the report says so instead of showing a headline")
+    import pandas as pd
+
     html = (demo_run / "results/report.html").read_text()
     assert 'id="headline-table"' in html
-    head = html[html.index('id="headline-table"') :]
-    assert head.count("<tr>") >= 1 + len(ARMS)
+    head = pd.read_csv(demo_run / "results/tables/headline.csv")
+    vs_reference = head[head["opponent"] == "gpt-4-0314"]
+    assert set(vs_reference["arm"]) == set(ARMS)
+    # Filled: every arm has a win rate over scored contests, and the page shows it.
+    assert (vs_reference["contests"] > 0).all() and vs_reference["win_rate"].notna().all(), vs_reference.to_dict("records")
+    table = html[html.index('id="headline-table"') :]
+    table = table[: table.index("</table>")]
+    for rate in vs_reference["win_rate"]:
+        assert f">{rate:.3f}<" in table
 
 
 def test_lineage_hashes_match_the_artifacts(demo_run):

@@ -112,12 +112,21 @@ class TableView:
     note: str | None = None
 
 
+def _integral(col: pd.Series) -> bool:
+    """A float column holding only whole numbers (counts read back from CSV with a gap)."""
+    vals = pd.to_numeric(col, errors="coerce").dropna()
+    return col.dtype.kind == "f" and len(vals) > 0 and bool((vals == vals.round()).all())
+
+
 def table_view(t: SummaryTable, report_dir: Path) -> TableView:
-    df = t.frame
+    df = t.frame.copy()
+    for c in df.columns:
+        if _integral(df[c]):
+            df[c] = df[c].astype("Int64")
     return TableView(
         name=t.name, title=t.title, caption=t.caption, estimand=t.estimand,
         columns=[str(c) for c in df.columns],
-        rows=[[fmt(_py(v)) for v in row] for row in df.itertuples(index=False)],
+        rows=[[fmt(None if v is pd.NA else _py(v)) for v in row] for row in df.itertuples(index=False)],
         files={k: _rel(Path(v), report_dir) for k, v in t.files.items()},
         status=t.status, note=t.note,
     )
@@ -152,11 +161,20 @@ def headline_rows(df: pd.DataFrame) -> list[list[str]]:
         rows.append([
             str(r["arm"]), str(r["opponent"]), str(r["judge"]), fmt(r["win_rate"], 3), fmt(_py(r["contests"])),
             fmt(_py(r["scenarios"])),
-            fmt_interval(r["headline_low"], r["headline_high"]), str(r["headline_method"]),
+            fmt_interval(r["headline_low"], r["headline_high"]), fmt(r["headline_method"]),
             fmt_interval(r["wilson_low"], r["wilson_high"]), fmt_interval(r["boot_low"], r["boot_high"]),
             fmt(r["signflip_p_bar"]), fmt(r["signflip_p_half"]), fmt(r["signflip_min_p"]), fmt(_py(r["errors"])),
         ])
     return rows
+
+
+def _headline_first(df: pd.DataFrame, frames: Mapping[str, SummaryTable]) -> pd.DataFrame:
+    """Rows of ``df`` with the headline table's opponents first, in its order (figures follow it)."""
+    if "headline" not in frames or "opponent" not in df.columns:
+        return df
+    order = list(dict.fromkeys(frames["headline"].frame["opponent"].astype(str)))
+    rank = df["opponent"].astype(str).map(lambda o: order.index(o) if o in order else len(order))
+    return df.assign(_rank=rank).sort_values("_rank", kind="stable").drop(columns="_rank")
 
 
 def git_commit(cwd: Path | None = None) -> tuple[str | None, bool]:
@@ -233,9 +251,11 @@ def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Pat
         section["headline"]["tables"] = [v for v in section["headline"]["tables"] if v.name != "headline"]
 
     if "per_scenario" in frames:
-        df = frames["per_scenario"].frame
+        df = _headline_first(frames["per_scenario"].frame, frames)
         for (opponent, judge, pool), g in df.groupby(["opponent", "judge", "pool"], sort=False):
-            target = section["head-to-head"] if pool != "train" else section["per-scenario"]
+            if not pd.to_numeric(g["win_rate"], errors="coerce").notna().any():
+                continue  # nothing scored (every contest an error verdict): the tables say so
+            target = section["head-to-head"] if pool != "train" or str(opponent).startswith("arm:") else section["per-scenario"]
             title = f"Win rate per scenario vs {opponent} ({pool} pool), judge {judge}"
             target["figures"].append({
                 "id": f"fig-scenario-{slug(opponent)}-{slug(judge)}-{slug(pool)}",
@@ -246,8 +266,10 @@ def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Pat
                 "kind": "per-scenario",
             })
     if "per_run" in frames:
-        df = frames["per_run"].frame
+        df = _headline_first(frames["per_run"].frame, frames)
         for (opponent, judge), g in df.groupby(["opponent", "judge"], sort=False):
+            if not pd.to_numeric(g["win_rate"], errors="coerce").notna().any():
+                continue
             title = f"Win rate per evaluation run vs {opponent}, judge {judge}"
             g = g.assign(run=g["run"].map(lambda r: f"run {r}"))
             section["per-run"]["figures"].append({
@@ -294,7 +316,8 @@ def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Pat
                          fmt(j.get("flips")), fmt(j.get("ties")),
                          f"{fmt(fsb.get('first'))} / {fmt(fsb.get('second'))} (p {fmt(fsb.get('p_value'))})",
                          fmt(j.get("passed"))])
-        by_margin = {n: j.get("by_margin") or [] for n, j in judges.items() if j.get("by_margin")}
+        by_margin = {n: j["by_margin"] for n, j in judges.items()
+                     if any(b.get("agreement") is not None for b in j.get("by_margin") or [])}
         figure = None
         if by_margin:
             figure = {"id": "fig-calibration", "kind": "calibration",
