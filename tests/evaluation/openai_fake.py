@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -60,6 +61,12 @@ class FakeOpenAI:
 
             def log_message(self, *args):  # keep test output quiet
                 pass
+
+            def setup(self):
+                super().setup()
+                # headers and body go out as two writes: without this, Nagle's algorithm and the
+                # client's delayed ACK add ~40 ms to every response (inflating any sequential baseline)
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
