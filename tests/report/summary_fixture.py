@@ -129,15 +129,34 @@ def write_training(root: Path, arm: str, steps: int = 8) -> tuple[Path, Path]:
     return d / "training_log.csv", d / "health.json"
 
 
+def _calibration_judgments(judge: str, n_pairs: int, correct_every: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Judgments of ``judge`` on ``n_pairs`` human pairs (first text preferred when its margin is positive):
+    every ``correct_every``-th pair is judged against the humans in both orders, the rest with them."""
+    rows, pairs = [], []
+    for i in range(n_pairs):
+        margin = (1.0 + (i % 3) * 0.5) * (1 if i % 2 else -1)
+        human = "A" if margin > 0 else "B"
+        verdict = ("B" if human == "A" else "A") if i % correct_every == 0 else human
+        pairs.append({"pair_id": f"p{i}", "margin": margin})
+        for order, v in (("AB", verdict), ("BA", "B" if verdict == "A" else "A")):
+            rows.append({"run": "calibration", "judge": judge, "contest_id": f"p{i}", "vignette_id": f"v{i % 6}",
+                         "model": "human:first", "opponent": "human:second", "order": order, "verdict": v})
+    return pd.DataFrame(rows), pd.DataFrame(pairs)
+
+
 def write_calibration(root: Path) -> Path:
+    """A judge_calibration.json built by the calibrate stage's own functions: one weak judge, accepted knowingly."""
+    from reappraisal.evaluation.calibration import decide, judge_calibration
+
     p = root / "results" / "metrics" / "judge_calibration.json"
     p.parent.mkdir(parents=True, exist_ok=True)
-    judge = lambda a: {"n_pairs": 40, "agreement": {"wrong": a - 0.1, "half": a, "dropped": a + 0.05}, "kappa": 2 * a - 1,  # noqa: E731
-                       "by_margin": [{"bin": "1.0-1.5", "n": 20, "agreement": a - 0.05}, {"bin": ">=1.5", "n": 20, "agreement": a + 0.05}],
-                       "position_consistency": 0.8, "flips": 5, "ties": 3,
-                       "first_slot_bias": {"first": 4, "second": 1, "p_value": 0.375}, "passed": a >= 0.7}
-    p.write_text(json.dumps({"judges": {"demo-judge": judge(0.66), "demo-judge-untrained": judge(0.5)}, "selected": "demo-judge",
-                             "min_agreement": 0.7, "accepted_weak": True, "delta": 1.0}))
+    numbers = {}
+    for name, every in (("demo-judge", 3), ("demo-judge-untrained", 2)):
+        judgments, pairs = _calibration_judgments(name, 40, every)
+        numbers[name] = judge_calibration(judgments, pairs, delta=1.0, margin_edges=[0.0, 1.25, 2.5])
+    decision = decide(numbers, selected=["demo-judge"], min_agreement=0.7, way="half", accept_weak=True)
+    p.write_text(json.dumps({"judges": numbers, "decision": decision, "delta": 1.0, "n_calibration_pairs": 40,
+                             "n_clearly_separated": 40, "pairs": "test pairs"}))
     return p
 
 

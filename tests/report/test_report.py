@@ -93,6 +93,16 @@ def test_headline_table_is_the_summary_headline_with_honest_labels(built):
     assert "DEMO PRESET" in text and page.ids.get("demo-banner") == "p"
 
 
+def test_a_weak_judge_accepted_knowingly_is_flagged_above_the_headline(built):
+    root, _, text, page = built
+    cal = json.loads((root / "results/metrics/judge_calibration.json").read_text())
+    assert cal["decision"]["accepted_weak"] and cal["decision"]["failed"] == ["demo-judge"]
+    warning = text[text.index('id="weak-judge"'):text.index('id="headline-table"')]
+    agreement = cal["decision"]["verdicts"]["demo-judge"]["agreement"]
+    assert "demo-judge" in warning and f"{agreement:.4f}" in warning and "accept_weak_judge" in warning
+    assert "Selected judge: <b>demo-judge</b>" in text
+
+
 def test_every_table_in_the_index_is_rendered_and_figures_are_inline_svg(built):
     root, _, text, page = built
     index = json.loads((root / "results/tables/index.json").read_text())

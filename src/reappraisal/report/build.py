@@ -302,33 +302,42 @@ def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Pat
             ],
         })
 
-    # Judge calibration (from the calibrate_judge artifact).
+    # Judge calibration (from the calibrate_judge artifact; layout in docs/CONVENTIONS.md).
     calibration = None
     for a in by_kind.get("judge_calibration", []):
         cal = read_json(a.path)
+        decision = cal.get("decision") or {}
         judges = cal.get("judges") or {}
         rows = []
         for name, j in judges.items():
             agreement = j.get("agreement") or {}
+            position = j.get("position") or {}
             fsb = j.get("first_slot_bias") or {}
-            rows.append([name, fmt(j.get("n_pairs")), fmt(agreement.get("wrong")), fmt(agreement.get("half")),
-                         fmt(agreement.get("dropped")), fmt(j.get("kappa")), fmt(j.get("position_consistency")),
-                         fmt(j.get("flips")), fmt(j.get("ties")),
-                         f"{fmt(fsb.get('first'))} / {fmt(fsb.get('second'))} (p {fmt(fsb.get('p_value'))})",
-                         fmt(j.get("passed"))])
-        by_margin = {n: j["by_margin"] for n, j in judges.items()
-                     if any(b.get("agreement") is not None for b in j.get("by_margin") or [])}
+            verdict = (decision.get("verdicts") or {}).get(name)
+            rows.append([name, fmt(j.get("n_separated_pairs")), fmt(agreement.get("strict")), fmt(agreement.get("half")),
+                         fmt(agreement.get("dropped")), fmt(j.get("kappa")), fmt(position.get("consistency")),
+                         fmt(position.get("n_flips")), fmt(position.get("n_with_tie")),
+                         f"{fmt(fsb.get('n_first_slot_both'))} / {fmt(fsb.get('n_second_slot_both'))} "
+                         f"(p {fmt(fsb.get('p_value'))})",
+                         fmt(verdict["passed"]) if verdict else "not used"])
+        by_margin = {n: [{"bin": f"{b['low']:g}-{b['high']:g}", "agreement": b.get("agreement_half"),
+                          "n": b.get("n_pairs", 0)} for b in j.get("by_margin") or []]
+                     for n, j in judges.items()
+                     if any(b.get("agreement_half") is not None for b in j.get("by_margin") or [])}
         figure = None
         if by_margin:
             figure = {"id": "fig-calibration", "kind": "calibration",
                       "svg": charts.agreement_by_margin(by_margin, name="calibration", title="Judge agreement by human margin"),
                       "caption": "Agreement with human preference (undecided pairs counted 0.5) per human-margin bin."}
+        way = decision.get("agreement_counted")
+        weak = [{"judge": n, "agreement": fmt((decision.get("verdicts") or {}).get(n, {}).get("agreement")), "way": way}
+                for n in decision.get("failed") or []]
         calibration = {
-            "header": ("Judge", "Pairs", "Agreement (undecided wrong)", "(as 0.5)", "(dropped)", "Cohen's κ",
-                       "Position consistency", "Flips", "Ties", "First-slot / second-slot wins", "Passed"),
-            "rows": rows, "selected": cal.get("selected"), "min_agreement": cal.get("min_agreement"),
-            "accepted_weak": cal.get("accepted_weak"), "delta": cal.get("delta"), "figure": figure,
-            "path": str(a.path),
+            "header": ("Judge", "Separated pairs", "Agreement (undecided wrong)", "(as 0.5)", "(dropped)", "Cohen's κ",
+                       "Position consistency", "Flips", "With a tie", "First-slot / second-slot wins", "Passed"),
+            "rows": rows, "selected": ", ".join(decision.get("selected") or []) or None,
+            "min_agreement": decision.get("min_agreement"), "accepted_weak": decision.get("accepted_weak"),
+            "weak": weak, "delta": cal.get("delta"), "figure": figure, "path": str(a.path),
         }
 
     cards = [{"path": _rel(a.path, report_dir), "artifact": str(a.path.parent), "sha256": sha256_file(a.path)}
