@@ -58,3 +58,47 @@ def test_batched_greedy_generation_equals_one_prompt_at_a_time(tiny_policy):
     single = [generate_hf(model, tokenizer, [p], greedy, batch_size=1)[0] for p in prompts]
     assert [c.text for c in batched] == [c.text for c in single]
     assert [c.completion_tokens for c in batched] == [c.completion_tokens for c in single]
+
+
+def test_logprob_judge_reads_the_verdict_from_the_two_letters_probabilities(tiny_policy, tmp_path):
+    import torch
+
+    from reappraisal.evaluation.backends import TransformersBackend
+    from reappraisal.evaluation.judge_spec import load_judge
+
+    from .helpers import write_judge
+
+    write_judge(tmp_path, "lp", model=tiny_policy, decoding={"logprob": True, "max_new_tokens": 2})
+    spec = load_judge("lp", tmp_path)
+    backend = TransformersBackend(spec)
+    convs = [spec.messages(t, "Maybe they were busy.", "You matter.") for t in make_vignettes()["text"][:5]]
+    replies = [r for _, r in sorted(backend.replies(convs))]
+    assert all(spec.parse(r) in {"A", "B"} for r in replies)
+    # P(A) in each reply equals the softmax over the two letters' logits after the prefill, computed here directly
+    model, tok = backend.model, backend.tokenizer
+    for conv, reply in zip(convs, replies):
+        text = render_prompts(tok, [conv])[0] + spec.prefill
+        ids_a = tok(text + " A", add_special_tokens=False)["input_ids"]
+        ids_b = tok(text + " B", add_special_tokens=False)["input_ids"]
+        n = next(i for i, (x, y) in enumerate(zip(ids_a, ids_b)) if x != y)
+        with torch.no_grad():
+            logits = model(torch.tensor([ids_a[:n]])).logits[0, -1]
+        pair = torch.softmax(logits[[ids_a[n], ids_b[n]]], dim=0)[0].item()
+        assert float(reply.split("P(A)=")[1].rstrip("]")) == pytest.approx(pair, abs=1e-4)
+        assert spec.parse(reply) == ("A" if pair >= 0.5 else "B")
+    assert len(replies) == len(convs)
+
+
+def test_the_vllm_path_builds_its_sampling_parameters_and_says_when_vllm_is_missing():
+    from reappraisal.errors import ConfigError
+    from reappraisal.evaluation.generation import generate_vllm, vllm_sampling_kwargs
+
+    kwargs = vllm_sampling_kwargs(Decoding(max_new_tokens=2048, temperature=1.0, top_p=0.95), seed=7)
+    assert kwargs == {"n": 1, "temperature": 1.0, "top_p": 0.95, "max_tokens": 2048, "seed": 7}
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        with pytest.raises(ConfigError, match="needs the `vllm` package"):
+            generate_vllm("some/model", [build_messages("s")], Decoding(8), seed=1)
+    else:  # pragma: no cover - only on a machine with vLLM
+        pytest.skip("vllm is installed: the missing-package message does not apply")

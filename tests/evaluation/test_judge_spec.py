@@ -27,6 +27,7 @@ def test_every_shipped_judge_is_valid(name):
     ({"backend": "openai", "base_url": None}, "base_url is required"),
     ({"decoding": {"temperature": -1}}, "decoding.temperature"),
     ({"surprise": 1}, "Additional properties are not allowed"),
+    ({"decoding": {"logprob": True}, "template": {"prefill": None}}, "decoding.logprob needs the transformers backend"),
     ({"backend": "openai", "base_url": "http://127.0.0.1:9/v1",
       "template": {"prefill": "VERDICT:"}}, "prefill is supported by the transformers backend only"),
 ])

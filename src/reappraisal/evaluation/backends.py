@@ -7,7 +7,9 @@ stage keeps what it already paid for.
 
 - :class:`TransformersBackend`: a local ``from_pretrained`` causal LM, the
   conversations rendered by its chat template, batched greedy (or sampled)
-  generation (:func:`reappraisal.evaluation.generation.generate_hf`).
+  generation (:func:`reappraisal.evaluation.generation.generate_hf`), or,
+  with ``decoding.logprob``, the verdict read from P(A) vs P(B) after the
+  prefill in one forward pass.
 - :class:`OpenAIBackend`: any OpenAI-compatible ``/v1/chat/completions``
   endpoint (a vLLM server, a hosted API). The API key is read from the
   environment variable the judge YAML names and sent as ``Authorization:
@@ -81,6 +83,9 @@ class TransformersBackend:
 
     def replies(self, conversations: Sequence[Conversation], progress=None) -> Iterator[tuple[int, str | CallFailure]]:
         prefill = self.spec.prefill or ""
+        if self.spec.decoding.get("logprob"):
+            yield from self._logprob_replies(render_prompts(self.tokenizer, conversations), prefill, progress)
+            return
         prompts = [p + prefill for p in render_prompts(self.tokenizer, conversations)]
         step = max(1, self.spec.batch_size) * 4
         seed = self.spec.decoding.get("seed") or 0
@@ -90,6 +95,20 @@ class TransformersBackend:
                                seed=int(seed) + start, progress=progress)
             for offset, out in enumerate(outs):
                 yield start + offset, prefill + out.text
+
+
+    def _logprob_replies(self, prompts: list[str], prefill: str, progress=None):
+        """Replies read from P(A) vs P(B) right after the prefill (no generation): ``<prefill> A [P(A)=...]``."""
+        from ..grm.judge import Judge
+
+        judge = Judge(self.model, self.tokenizer, max_new_tokens=1, batch_size=self.spec.batch_size, mode="logprob")
+        step = max(1, self.spec.batch_size) * 4
+        for start in range(0, len(prompts), step):
+            p_first = judge.prob_first(prompts[start:start + step], prefix=prefill)
+            for offset, p in enumerate(p_first):
+                yield start + offset, f"{prefill} {'A' if p >= 0.5 else 'B'} [P(A)={p:.6f}]"
+            if progress is not None:
+                progress(len(p_first))
 
 
 class OpenAIBackend:

@@ -151,6 +151,10 @@ def spec_from_mapping(name: str, raw: Any, *, where: str) -> JudgeSpec:
         raise ConfigError("base_url is required for the openai backend", where=where)
     if raw["backend"] != "transformers" and raw["template"].get("prefill"):
         raise ConfigError("template.prefill is supported by the transformers backend only", where=where)
+    if raw["decoding"].get("logprob") and (raw["backend"] != "transformers" or not raw["template"].get("prefill")
+                                           or not {"A", "B"} <= set(labels)):
+        raise ConfigError("decoding.logprob needs the transformers backend, a template.prefill ending where the "
+                          "verdict letter goes, and the labels A and B", where=where)
     return JudgeSpec(
         name=name,
         backend=raw["backend"],

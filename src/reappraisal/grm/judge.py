@@ -184,12 +184,16 @@ class Judge:
         return self.tokenizer.batch_decode(new, skip_special_tokens=True)
 
     # ------------------------------------------------------------------ logprob
-    def prob_first(self, prompts: Sequence[str]) -> np.ndarray:
-        """P(verdict A) at the answer position for each prompt (softmax over the two letters)."""
+    def prob_first(self, prompts: Sequence[str], prefix: str | None = None) -> np.ndarray:
+        """P(verdict A) at the answer position for each prompt (softmax over the two letters).
+
+        ``prefix`` is the text between the prompt and the letter (default: this
+        GRM's answer prefix); an evaluation judge passes its own prefill.
+        """
         import torch
 
         contexts, letters = [], []
-        prefix = answer_prefix(self.style)
+        prefix = answer_prefix(self.style) if prefix is None else prefix
         for p in prompts:
             ctx, a_id, b_id = self._answer_position(p + prefix)
             contexts.append(ctx)
