@@ -115,6 +115,45 @@ def get_bundled_files():
     return [str(p) for p in bundled_files(Path(config["data"].get("bundled_dir", "data/demo")))]
 
 
+# -------------------------------------------------------------------- policy
+from reappraisal.policy.arms import parse_arms as _parse_arms  # noqa: E402
+
+POLICY_ARM_SPECS = _parse_arms(config["policy"])
+POLICY_ARMS = sorted(POLICY_ARM_SPECS)
+
+
+wildcard_constraints:
+    arm="|".join(POLICY_ARMS),
+
+
+def get_policy_model_inputs(wildcards):
+    """What an arm trains from: the warm start (demo), the ensemble and the GRM its weights use; an
+    external arm (trained elsewhere) needs none of them."""
+    spec = POLICY_ARM_SPECS[wildcards.arm]
+    if not spec.trained:
+        return {"warm": [], "rm": [], "grm": []}
+    return {
+        "warm": ["results/models/base/policy_warm"] if config["policy"]["warm_start"]["enabled"] else [],
+        "rm": [f"results/models/rm/seed{s}" for s in config["reward_model"]["seeds"]] if spec.weights.uses_rm else [],
+        "grm": ["results/models/grm"] if spec.weights.uses_grm else [],
+    }
+
+
+def get_policy_start():
+    """The model GRPO starts from: the demo's warm-started policy, or the configured base."""
+    if config["policy"]["warm_start"]["enabled"]:
+        return "results/models/base/policy_warm"
+    return config["models"]["policy_base"]
+
+
+def get_policy_launch():
+    """``python -m accelerate.commands.launch ...`` arguments when an accelerate config is set, else nothing."""
+    launcher = config["policy"]["launcher"]
+    if not launcher.get("accelerate_config"):
+        return ""
+    return f"-m accelerate.commands.launch --config_file {launcher['accelerate_config']} --num_processes {launcher['num_processes']}"
+
+
 # ---------------------------------------------------------------- evaluation
 from reappraisal.evaluation import systems as _eval_systems  # noqa: E402
 from reappraisal.evaluation.judge_spec import judge_path as _judge_path, load_judge as _load_judge  # noqa: E402

@@ -79,7 +79,6 @@ rule split_reappraisals:
 rule check_leakage:
     input:
         targets="data/processed/targets.parquet",
-        reappraisals="data/interim/reappraisals.parquet",
         vignettes="data/interim/vignettes.parquet",
     output:
         report="results/checks/leakage.json",
@@ -90,7 +89,7 @@ rule check_leakage:
     conda:
         "../../envs/data.yaml"
     shell:
-        "python -m reappraisal check-leakage --targets {input.targets} --reappraisals {input.reappraisals}"
+        "python -m reappraisal check-leakage --targets {input.targets}"
         " --vignettes {input.vignettes} --out {output.report}"
         " --params {params.cfg:q} 2>&1 | tee {log}"
 

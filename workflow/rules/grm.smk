@@ -14,7 +14,7 @@ rule train_grm:
         model=directory("results/models/grm"),
         sft=directory("results/models/grm_sft"),
     params:
-        cfg=lambda w: section("grm", "data"),
+        cfg=lambda w: section_file("grm", "data"),
         base=lambda w: config["models"]["grm_base"],
     resources:
         gpu=1,
@@ -38,7 +38,7 @@ rule evaluate_grm:
         metrics="results/metrics/grm.json",
         judgments="results/metrics/grm_judgments.parquet",
     params:
-        cfg=lambda w: section("grm"),
+        cfg=lambda w: section_file("grm"),
     resources:
         gpu=1,
     log:

@@ -13,7 +13,7 @@ rule prepare_base_models:
         judge=directory("results/models/base/judge"),
         manifest="results/models/base/MANIFEST.json",
     params:
-        cfg=lambda w: section("models"),
+        cfg=lambda w: section_file("models"),
     log:
         "logs/prepare_base_models.log",
     conda:
@@ -35,7 +35,7 @@ rule train_reward_model:
     wildcard_constraints:
         seed="|".join(str(s) for s in config["reward_model"]["seeds"]),
     params:
-        cfg=lambda w: section("data", "reward_model"),
+        cfg=lambda w: section_file("data", "reward_model"),
         base=lambda w: config["models"]["reward_base"],
     resources:
         gpu=1,
@@ -58,7 +58,7 @@ rule evaluate_reward_models:
     output:
         metrics="results/metrics/reward_models.json",
     params:
-        cfg=lambda w: section("data", "reward_model"),
+        cfg=lambda w: section_file("data", "reward_model"),
     resources:
         gpu=1,
     log:

@@ -4,7 +4,6 @@
 # An external arm (a checkpoint trained elsewhere) runs through train_policy
 # too: it records a pointer to the checkpoint and a health.json saying it was
 # not trained here.
-from reappraisal.policy.arms import parse_arms
 
 
 rule warm_start_policy:
@@ -16,7 +15,7 @@ rule warm_start_policy:
     output:
         model=directory("results/models/base/policy_warm"),
     params:
-        cfg=lambda w: section("policy"),
+        cfg=lambda w: section_file("policy"),
         base=lambda w: config["models"]["policy_base"],
     log:
         "logs/warm_start_policy.log",
@@ -29,22 +28,8 @@ rule warm_start_policy:
 
 rule train_policy:
     input:
+        unpack(get_policy_model_inputs),
         base_manifest="results/models/base/MANIFEST.json",
-        warm=lambda w: (
-            ["results/models/base/policy_warm"]
-            if config["policy"]["warm_start"]["enabled"] and parse_arms(config["policy"])[w.arm].trained
-            else []
-        ),
-        rm=lambda w: (
-            [f"results/models/rm/seed{s}" for s in config.get("reward_model", {}).get("seeds", [0, 1, 2])]
-            if parse_arms(config["policy"])[w.arm].trained and parse_arms(config["policy"])[w.arm].weights.uses_rm
-            else []
-        ),
-        grm=lambda w: (
-            ["results/models/grm"]
-            if parse_arms(config["policy"])[w.arm].trained and parse_arms(config["policy"])[w.arm].weights.uses_grm
-            else []
-        ),
         targets="data/processed/targets.parquet",
         vignettes="data/interim/vignettes.parquet",
         leakage="results/checks/leakage.json",
@@ -52,24 +37,13 @@ rule train_policy:
         model=directory("results/policies/{arm}/model"),
         training_log="results/policies/{arm}/training_log.csv",
         health="results/policies/{arm}/health.json",
-    wildcard_constraints:
-        arm="|".join(sorted(parse_arms(config["policy"]))),
     params:
-        cfg=lambda w: section("policy", "data", "grm", "reward_model"),
-        base=lambda w: (
-            "results/models/base/policy_warm"
-            if config["policy"]["warm_start"]["enabled"]
-            else config["models"]["policy_base"]
-        ),
-        launch=lambda w: (
-            "-m accelerate.commands.launch --config_file "
-            + config["policy"]["launcher"]["accelerate_config"]
-            + f" --num_processes {config['policy']['launcher']['num_processes']}"
-            if config["policy"]["launcher"].get("accelerate_config")
-            else ""
-        ),
+        cfg=lambda w: section_file("policy", "data", "grm", "reward_model"),
+        base=lambda w: get_policy_start(),
+        launch=lambda w: get_policy_launch(),
         rm_flag=lambda w, input: ("--rm-dirs " + " ".join(input.rm)) if input.rm else "",
         grm_flag=lambda w, input: f"--grm-dir {input.grm[0]}" if input.grm else "",
+        out_dir=lambda w, output: os.path.dirname(output.health),
     log:
         "logs/train_policy/{arm}.log",
     conda:
@@ -77,10 +51,10 @@ rule train_policy:
     shell:
         "python {params.launch} -m reappraisal train-policy --arm {wildcards.arm} --model-dir {params.base:q}"
         " --vignettes {input.vignettes} --targets {input.targets} {params.rm_flag} {params.grm_flag}"
-        " --out-dir results/policies/{wildcards.arm} --params {params.cfg:q} 2>&1 | tee {log}"
+        " --out-dir {params.out_dir} --params {params.cfg:q} 2>&1 | tee {log}"
 
 
-for _arm in sorted(parse_arms(config["policy"])):
+for _arm in POLICY_ARMS:
     REPORT_INPUTS[f"policy_{_arm}"] = {"path": f"results/policies/{_arm}/health.json", "kind": "policy_health", "arm": _arm}
     REPORT_INPUTS[f"policy_{_arm}_training_log"] = {
         "path": f"results/policies/{_arm}/training_log.csv", "kind": "training_log", "arm": _arm,

@@ -15,7 +15,7 @@ rule write_model_cards:
         grm="results/models/grm_card/README.md",
         policies=expand("results/policies/{arm}/README.md", arm=CARD_ARMS),
     params:
-        cfg=lambda w: section("policy", "grm", "models", "reward_model", "summary"),
+        cfg=lambda w: section_file("policy", "grm", "models", "reward_model", "summary"),
         inputs=lambda w: get_report_manifest(),
         policy_out=lambda w, output: " ".join(f"{arm}={path}" for arm, path in zip(CARD_ARMS, output.policies)),
     log:
@@ -35,7 +35,7 @@ rule report:
     output:
         html="results/report.html",
     params:
-        cfg=lambda w: section("summary"),
+        cfg=lambda w: section_file("summary"),
         inputs=lambda w: get_report_manifest(),
     log:
         "logs/report.log",

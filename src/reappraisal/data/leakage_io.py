@@ -46,7 +46,7 @@ def run_checks(targets: pd.DataFrame, vignettes: pd.DataFrame, n: int, max_share
 
 def cli_main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(prog="reappraisal check-leakage", description=__doc__.splitlines()[0])
-    for name in ("targets", "reappraisals", "vignettes", "out", "params"):
+    for name in ("targets", "vignettes", "out", "params"):
         ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args(argv)
     cfg = parse_params(args.params)["leakage"]
