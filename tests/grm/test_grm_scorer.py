@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from reappraisal.errors import PipelineInputError
-from reappraisal.grm.judge import Judge, Verdicts
+from reappraisal.grm.pairwise import PairwiseModel, Verdicts
 from reappraisal.grm.scorer import GRMScorer, median_references
 from reappraisal.grm.verdict import parse_verdict
 
@@ -90,6 +90,6 @@ def test_small_batches_give_the_same_scores(tiny_base, tables):
 
 def test_judge_rejects_bad_settings(tiny_base):
     with pytest.raises(ValueError, match="mode"):
-        Judge.from_dir(tiny_base, max_new_tokens=4, mode="vibes")
+        PairwiseModel.from_dir(tiny_base, max_new_tokens=4, mode="vibes")
     with pytest.raises(ValueError, match="max_new_tokens"):
-        Judge.from_dir(tiny_base, max_new_tokens=0)
+        PairwiseModel.from_dir(tiny_base, max_new_tokens=0)

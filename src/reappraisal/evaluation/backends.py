@@ -99,9 +99,9 @@ class TransformersBackend:
 
     def _logprob_replies(self, prompts: list[str], prefill: str, progress=None):
         """Replies read from P(A) vs P(B) right after the prefill (no generation): ``<prefill> A [P(A)=...]``."""
-        from ..grm.judge import Judge
+        from ..grm.pairwise import PairwiseModel
 
-        judge = Judge(self.model, self.tokenizer, max_new_tokens=1, batch_size=self.spec.batch_size, mode="logprob")
+        judge = PairwiseModel(self.model, self.tokenizer, max_new_tokens=1, batch_size=self.spec.batch_size, mode="logprob")
         step = max(1, self.spec.batch_size) * 4
         for start in range(0, len(prompts), step):
             p_first = judge.prob_first(prompts[start:start + step], prefix=prefill)

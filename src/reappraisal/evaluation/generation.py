@@ -54,7 +54,7 @@ def render_prompts(tokenizer, conversations: Sequence[Sequence[Mapping[str, str]
 
 def load_generator(model_dir: str, device=None):
     """``(model, tokenizer)`` ready for batched generation (float32 on CPU, bfloat16 on GPU, left padding)."""
-    from ..grm.judge import load_causal_lm
+    from ..grm.pairwise import load_causal_lm
 
     return load_causal_lm(model_dir, device)
 

@@ -116,10 +116,10 @@ def judge_run(run: int, contests: pd.DataFrame, scenarios: dict[str, str], param
                                               batch_size=rm["ensemble"]["batch_size"], max_length=rm["max_length"])
             frames.append(ensemble_judgments(part, scenarios, scorer, run=run))
         if grm_dir:
-            from ..grm.judge import Judge
+            from ..grm.pairwise import PairwiseModel
 
             g = params["grm"]
-            judge = Judge.from_dir(grm_dir, max_new_tokens=g["max_new_tokens"], batch_size=g["batch_size"],
+            judge = PairwiseModel.from_dir(grm_dir, max_new_tokens=g["max_new_tokens"], batch_size=g["batch_size"],
                                    mode=g["scorer_mode"], engine=g["engine"])
             frames.append(grm_judgments(part, scenarios, judge, run=run))
     return pd.concat(frames, ignore_index=True)[JUDGMENT_COLUMNS]

@@ -65,7 +65,7 @@ def ensemble_judgments(contests: pd.DataFrame, scenarios: dict[str, str], scorer
 
 
 def grm_judgments(contests: pd.DataFrame, scenarios: dict[str, str], judge, *, run) -> pd.DataFrame:
-    """Judgments of ``reward_path:grm`` (``judge``: a :class:`reappraisal.grm.judge.Judge` over the trained GRM)."""
+    """Judgments of ``reward_path:grm`` (``judge``: a :class:`reappraisal.grm.pairwise.PairwiseModel` over the trained GRM)."""
     if contests.empty:
         return pd.DataFrame(columns=JUDGMENT_COLUMNS)
     verdicts, raws = {}, {}

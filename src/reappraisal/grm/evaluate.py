@@ -40,7 +40,7 @@ from reappraisal.stats import (
     position_consistency,
 )
 
-from .judge import Judge
+from .pairwise import PairwiseModel
 from .pairs import both_orders, select_pairs
 from .train import SUMMARY_FILE, scenario_texts
 from .verdict import ERROR, verdict_counts
@@ -48,7 +48,7 @@ from .verdict import ERROR, verdict_counts
 CHANCE = 0.5
 
 
-def judged_items(judge: Judge, items: pd.DataFrame, scenarios: Mapping[str, str]) -> pd.DataFrame:
+def judged_items(judge: PairwiseModel, items: pd.DataFrame, scenarios: Mapping[str, str]) -> pd.DataFrame:
     """``items`` (both orders) with the judge's ``verdict``, ``p_first`` and raw ``text``."""
     out = judge.judge([scenarios[v] for v in items["vignette_id"]], list(items["first"]), list(items["second"]))
     return items.assign(verdict=out.verdicts, p_first=out.p_first, text=out.texts)
@@ -172,7 +172,7 @@ def evaluate_grm(
     preset: str | None = None,
     logprob_model: str | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
-    """Judge held-out pairs with each model (name -> dir); return (metrics, raw judgments)."""
+    """Ask each model (name -> dir) about the held-out pairs; return (metrics, raw verdicts)."""
     delta = float(cfg["delta"])
     heldout = select_pairs(pairs, split="val", delta=delta)
     cap = cfg.get("eval_max_pairs")
@@ -196,7 +196,7 @@ def evaluate_grm(
     raw = []
     for name, path, mode in runs:
         engine = cfg.get("engine", "hf") if mode == "generate" else "hf"
-        judge = Judge.from_dir(path, max_new_tokens=int(cfg["max_new_tokens"]), batch_size=int(cfg["batch_size"]),
+        judge = PairwiseModel.from_dir(path, max_new_tokens=int(cfg["max_new_tokens"]), batch_size=int(cfg["batch_size"]),
                                mode=mode, engine=engine)
         judged = judged_items(judge, items, scenarios)
         result["models"][name] = {"path": str(path), "mode": mode,

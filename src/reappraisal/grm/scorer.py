@@ -9,7 +9,7 @@ An unparseable verdict counts 0.5 for that order and is counted in
 probability that the candidate's letter wins instead of a 0/1 verdict.
 
 All candidates × both orders go to the judge in one batched call
-(:class:`reappraisal.grm.judge.Judge`).
+(:class:`reappraisal.grm.pairwise.PairwiseModel`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pandas as pd
 
 from reappraisal.errors import DataValidationError, PipelineInputError
 
-from .judge import Judge, Verdicts
+from .pairwise import PairwiseModel, Verdicts
 from .verdict import ERROR
 
 
@@ -62,7 +62,7 @@ def median_references(targets_df: pd.DataFrame, vignettes_df: pd.DataFrame, dime
 class GRMScorer:
     """Win rate of candidates over their scenario's reference, both orders (see module doc)."""
 
-    def __init__(self, judge: Judge, references: Mapping[str, str]):
+    def __init__(self, judge: PairwiseModel, references: Mapping[str, str]):
         if not references:
             raise PipelineInputError("no reference reappraisals given", where="GRMScorer references")
         self.judge = judge
@@ -83,7 +83,7 @@ class GRMScorer:
         device=None,
         engine: str = "hf",
     ) -> "GRMScorer":
-        judge = Judge.from_dir(
+        judge = PairwiseModel.from_dir(
             model_dir, max_new_tokens=max_new_tokens, batch_size=batch_size, mode=mode, device=device, engine=engine
         )
         return cls(judge, references)

@@ -1,6 +1,6 @@
 """Ask a causal LM for pairwise verdicts, many at once.
 
-:class:`Judge` wraps a ``from_pretrained`` checkpoint (the GRM, or any chat
+:class:`PairwiseModel` wraps a ``from_pretrained`` checkpoint (the GRM, or any chat
 causal LM) and answers lists of (scenario, slot A, slot B) prompts:
 
 * ``generate`` mode: all prompts in padded batches of ``batch_size`` (left
@@ -13,7 +13,7 @@ causal LM) and answers lists of (scenario, slot A, slot B) prompts:
   tokens, with P(A) = softmax over the two letters' logits. One padded
   forward pass per batch; any causal LM works (nothing is parsed).
 
-:meth:`Judge.generate_one_at_a_time` is the slow reference the tests and the
+:meth:`PairwiseModel.generate_one_at_a_time` is the slow reference the tests and the
 benchmark compare the batched path with.
 """
 
@@ -64,7 +64,7 @@ def load_causal_lm(model_dir: str | Path, device=None):
     return model, tokenizer
 
 
-class Judge:
+class PairwiseModel:
     """A pairwise judge over one causal LM (see module doc)."""
 
     def __init__(
@@ -104,7 +104,7 @@ class Judge:
         mode: str = "generate",
         device=None,
         engine: str = "hf",
-    ) -> "Judge":
+    ) -> "PairwiseModel":
         if engine == "vllm":
             from transformers import AutoTokenizer
             from vllm import LLM  # optional dependency (paper preset, GPU)
