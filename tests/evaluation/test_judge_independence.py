@@ -47,6 +47,8 @@ def test_demo_judge_examples_come_only_from_the_judge_half_of_validation(tokeniz
     assert used and used <= allowed and not used & forbidden
     # both orders of every pair, with the verdict following the human margin
     assert sum(c.endswith("A") for c in examples["completion"]) == len(examples["completion"]) // 2
+    once = training_examples(pairs, scenarios, spec, tokenizer, min_margin=0.3, both_orders=False)
+    assert len(once["prompt"]) * 2 == len(examples["prompt"]) and set(once["prompt"]) <= set(examples["prompt"])
 
 
 def test_the_taught_reply_parses_as_the_intended_verdict(tokenizer):

@@ -63,14 +63,15 @@ def verdict_completion(prompt: str, label: str, prefill: str | None = None) -> s
 
 
 def training_examples(pairs: pd.DataFrame, scenarios: dict[str, str], spec: JudgeSpec, tokenizer,
-                      min_margin: float) -> dict[str, list[str]]:
-    """Prompt/completion texts: every clearly separated ``judge_train`` pair in both orders."""
+                      min_margin: float, both_orders: bool = True) -> dict[str, list[str]]:
+    """Prompt/completion texts: every clearly separated ``judge_train`` pair, in both orders (or only in
+    the pair's own order, which :mod:`.human_pairs` already randomised)."""
     clear = pairs[(pairs["half"] == "judge_train") & (pairs["margin"].abs() >= min_margin)]
     prompts, completions = [], []
     for p in clear.itertuples(index=False):
         first_wins = p.margin > 0
-        for a, b, label in ((p.first, p.second, "A" if first_wins else "B"),
-                            (p.second, p.first, "B" if first_wins else "A")):
+        orders = ((p.first, p.second, "A" if first_wins else "B"), (p.second, p.first, "B" if first_wins else "A"))
+        for a, b, label in orders if both_orders else orders[:1]:
             prompt = tokenizer.apply_chat_template(spec.messages(scenarios[p.vignette_id], a, b), tokenize=False,
                                                    add_generation_prompt=True) + (spec.prefill or "")
             prompts.append(prompt)
@@ -98,7 +99,8 @@ def train_demo_judge(base_dir: str, targets: pd.DataFrame, vignettes: pd.DataFra
     tokenizer = AutoTokenizer.from_pretrained(base_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    examples = training_examples(pairs, scenarios, spec, tokenizer, float(cfg["min_margin"]))
+    examples = training_examples(pairs, scenarios, spec, tokenizer, float(cfg["min_margin"]),
+                                 both_orders=bool(cfg.get("both_orders", True)))
     if not examples["prompt"]:
         raise PipelineInputError("no clearly separated judge-train pairs to learn from; lower "
                                  "evaluation.demo_judge.min_margin or raise judge_train_fraction",
@@ -129,7 +131,7 @@ def train_demo_judge(base_dir: str, targets: pd.DataFrame, vignettes: pd.DataFra
         "base": base_dir,
         "judge_spec": spec.path,
         "examples": len(examples["prompt"]),
-        "pairs": int(len(examples["prompt"]) // 2),
+        "pairs": int(len(examples["prompt"]) // (2 if cfg.get("both_orders", True) else 1)),
         "judge_train_reappraisals": int(pd.unique(pairs.loc[pairs["half"] == "judge_train",
                                                             ["first_id", "second_id"]].to_numpy().ravel()).size),
         "train_loss": result.train_loss,
