@@ -14,7 +14,6 @@ import sys
 from typing import Any, Callable, Sequence
 
 from .errors import PipelineInputError
-from .params import parse_params  # noqa: F401  (re-exported for older callers)
 
 #: command name -> "module:function"; the function takes the remaining argv.
 COMMANDS: dict[str, str] = {
