@@ -21,8 +21,8 @@ wall-clock of each over ``--repeats`` runs and their ratio.
     .venv/bin/python benchmarks/bench_committee_reward.py --root DIR --out bench.json
 
 Needs the demo artifacts: ``data/processed/targets.parquet``,
-``data/interim/vignettes.parquet``, ``results/models/rm/seed{0,1,2}``,
-``results/models/grm`` and a policy (``results/models/base/policy_warm``).
+``data/interim/vignettes.parquet``, ``results/reward/seed{0,1,2}``,
+``results/grm/model`` and a policy (``results/policy/warm_start``).
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def _z(xs):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", default=".", help="folder holding data/ and results/ (default: the repo)")
-    ap.add_argument("--policy", default="results/models/base/policy_warm")
+    ap.add_argument("--policy", default="results/policy/warm_start")
     ap.add_argument("--n", type=int, default=12, help="group size (the paper preset's num_generations)")
     ap.add_argument("--max-completion-length", type=int, default=None, help="default: config policy.max_completion_length")
     ap.add_argument("--repeats", type=int, default=3)
@@ -143,7 +143,7 @@ def main(argv=None) -> int:
     cfg = load_config()
     root = Path(a.root)
     need = [root / "data/processed/targets.parquet", root / "data/interim/vignettes.parquet", root / a.policy,
-            root / "results/models/grm"] + [root / f"results/models/rm/seed{s}" for s in (0, 1, 2)]
+            root / "results/grm/model"] + [root / f"results/reward/seed{s}" for s in (0, 1, 2)]
     missing = [str(p) for p in need if not p.exists()]
     if missing:
         print(f"error: missing demo artifacts {missing}; build them with snakemake first", file=sys.stderr)
@@ -160,11 +160,11 @@ def main(argv=None) -> int:
 
     weights, gate = CommitteeWeights(0.5, 0.5, 0.5), FormatGate(
         int(cfg["policy"]["format_gate"]["max_sentences"]), float(cfg["policy"]["format_gate"]["penalty"]))
-    rm_dirs = [root / f"results/models/rm/seed{s}" for s in (0, 1, 2)]
+    rm_dirs = [root / f"results/reward/seed{s}" for s in (0, 1, 2)]
     refs = median_references(targets, vignettes, cfg["data"]["primary_dimension"])
-    grm = GRMScorer.from_dir(root / "results/models/grm", references=refs, max_new_tokens=int(cfg["grm"]["max_new_tokens"]),
+    grm = GRMScorer.from_dir(root / "results/grm/model", references=refs, max_new_tokens=int(cfg["grm"]["max_new_tokens"]),
                              batch_size=2 * a.n, mode=str(cfg["grm"]["scorer_mode"]))
-    rm_max_length = int(cfg["reward_model"]["max_length"])
+    rm_max_length = int(cfg["reward"]["max_length"])
     ensemble = EnsembleScorer.from_dirs(rm_dirs, penalty="std", lam=0.5, batch_size=a.n, max_length=rm_max_length)
     batched = CommitteeReward(weights=weights, gate=gate, num_generations=a.n, rm_scorer=ensemble, grm_scorer=grm, tokenizer=tok)
     reference = OneAtATime(rm_dirs, grm, tok, weights, gate, max_length=rm_max_length, reload=a.reload)

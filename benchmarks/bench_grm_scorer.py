@@ -4,12 +4,12 @@
 the config's ``grm`` section (demo preset: 40). Both paths must give the same
 scores and the same replies; the script reports the wall-clock ratio.
 
-    .venv/bin/python benchmarks/bench_grm_scorer.py                      # results/models/grm
+    .venv/bin/python benchmarks/bench_grm_scorer.py                      # results/grm/model
     .venv/bin/python benchmarks/bench_grm_scorer.py --model DIR --repeats 3 --out bench.json
 
 Needs the demo data (``snakemake data/processed/pairs.parquet``) and a GRM
-directory (``snakemake results/models/grm``; any saved causal LM with a chat
-template works, e.g. ``results/models/base/grm``). Candidates are val-split
+directory (``snakemake results/grm/model``; any saved causal LM with a chat
+template works, e.g. ``results/base_models/grm``). Candidates are val-split
 human reappraisals (never seen in training), references the train medians.
 """
 
@@ -32,7 +32,7 @@ from reappraisal.grm.scorer import GRMScorer, median_references
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="results/models/grm")
+    ap.add_argument("--model", default="results/grm/model")
     ap.add_argument("--targets", default="data/processed/targets.parquet")
     ap.add_argument("--vignettes", default="data/interim/vignettes.parquet")
     ap.add_argument("--n", type=int, default=12, help="candidates (each judged in 2 orders)")
@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     cfg = load_config()
     max_new = a.max_new_tokens or int(cfg["grm"]["max_new_tokens"])
     if not Path(a.model).is_dir():
-        print(f"error: no model at {a.model}; run `snakemake --cores 2 results/models/grm` first", file=sys.stderr)
+        print(f"error: no model at {a.model}; run `snakemake --cores 2 results/grm/model` first", file=sys.stderr)
         return 2
     targets, vignettes = pd.read_parquet(a.targets), pd.read_parquet(a.vignettes)
     refs = median_references(targets, vignettes, cfg["data"]["primary_dimension"])

@@ -9,13 +9,13 @@
    server). Target: <= 2 s.
 3. Local transformers judge: ``--local-n`` prompts through the demo judge
    (``--judge-model``, default the untrained demo judge base
-   results/models/base/judge), batched (``batch_size`` of the judge YAML) vs
+   results/base_models/judge), batched (``batch_size`` of the judge YAML) vs
    one prompt at a time; both must give the same replies.
 
     .venv/bin/python benchmarks/bench_judge.py                   # all three
     .venv/bin/python benchmarks/bench_judge.py --skip-local --verdicts 480 --out bench.json
 
-Part 3 needs ``snakemake results/models/base/MANIFEST.json``.
+Part 3 needs ``snakemake results/base_models/MANIFEST.json``.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--local-n", type=int, default=64)
-    ap.add_argument("--judge-model", default="results/models/base/judge")
+    ap.add_argument("--judge-model", default="results/base_models/judge")
     ap.add_argument("--skip-local", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)

@@ -1,6 +1,6 @@
 """Benchmark: batched ensemble scoring vs the one-at-a-time reference, same models, same inputs.
 
-    .venv/bin/python benchmarks/bench_rm_ensemble.py                 # demo seeds in results/models/rm/
+    .venv/bin/python benchmarks/bench_rm_ensemble.py                 # demo seeds in results/reward/
     .venv/bin/python benchmarks/bench_rm_ensemble.py --models a b c  # any saved reward-model seeds
     .venv/bin/python benchmarks/bench_rm_ensemble.py --build-tiny    # no trained seeds needed
 
@@ -69,7 +69,7 @@ def build_tiny_seeds(root: Path, n_seeds: int) -> list[Path]:
     """Tiny Qwen3 regression models (demo architecture, random heads) saved like trained seeds."""
     from transformers import AutoModelForSequenceClassification
 
-    from reappraisal.models.tiny import TinyArchitecture, save_tiny_model, train_tokenizer
+    from reappraisal.base_models.tiny import TinyArchitecture, save_tiny_model, train_tokenizer
 
     scen, reapp = candidates(200, seed=1)
     tok = train_tokenizer(scen + reapp + [PROMPT_TEMPLATE], vocab_size=2048)
@@ -154,7 +154,7 @@ def measure(fn, repeats: int, device):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--models", nargs="*", default=[str(REPO / f"results/models/rm/seed{s}") for s in range(3)])
+    p.add_argument("--models", nargs="*", default=[str(REPO / f"results/reward/seed{s}") for s in range(3)])
     p.add_argument("--build-tiny", action="store_true", help="build 3 tiny demo-sized seeds in a temp dir instead")
     p.add_argument("--n", type=int, default=96, help="number of candidates")
     p.add_argument("--group-size", type=int, default=12, help="candidates per scenario (GRPO: generations per prompt)")

@@ -19,5 +19,5 @@ def clean_copy(tmp_path: Path) -> Path:
 def data_pipeline(tmp_path_factory) -> Path:
     """A clean copy in which Snakemake has run the data half through check_leakage."""
     repo = make_clean_copy(tmp_path_factory.mktemp("data_pipeline") / "repo")
-    run_snakemake(repo, "--cores", "2", "results/checks/leakage.json")
+    run_snakemake(repo, "--cores", "2", "results/data/leakage.json")
     return repo

@@ -48,7 +48,7 @@ def test_headline_is_filled_from_the_demo_contests_once_the_summary_runs(demo_ru
 
     html = (demo_run / "results/report.html").read_text()
     assert 'id="headline-table"' in html
-    head = pd.read_csv(demo_run / "results/tables/headline.csv")
+    head = pd.read_csv(demo_run / "results/summary/tables/headline.csv")
     vs_reference = head[head["opponent"] == "gpt-4-0314"]
     assert set(vs_reference["arm"]) == set(ARMS)
     # Filled: every arm has a win rate over scored contests, and the page shows it.
@@ -70,26 +70,26 @@ def test_lineage_hashes_match_the_artifacts(demo_run):
 
 def test_report_numbers_come_from_the_artifacts(demo_run):
     html = (demo_run / "results/report.html").read_text()
-    metrics = json.loads((demo_run / "results/metrics/reward_models.json").read_text())
+    metrics = json.loads((demo_run / "results/reward/metrics.json").read_text())
     accuracy = metrics["ensemble"]["pairwise"]["accuracy"]
     assert f"{accuracy:.4f}" in html
 
 
 def test_model_cards_are_regenerated_from_the_artifacts(demo_run):
-    rm = json.loads((demo_run / "results/metrics/reward_models.json").read_text())
-    card = (demo_run / "results/models/rm/README.md").read_text()
+    rm = json.loads((demo_run / "results/reward/metrics.json").read_text())
+    card = (demo_run / "results/reward/README.md").read_text()
     assert card.startswith("---\n") and "# Reappraisal reward-model ensemble" in card
     assert f"**{rm['ensemble']['pairwise']['accuracy']:.4f}**" in card
     for seed_dir in rm["model_dirs"]:
         metrics = (demo_run / seed_dir / "metrics.json").read_bytes()
         assert hashlib.sha256(metrics).hexdigest() in card  # provenance
-    grm = json.loads((demo_run / "results/metrics/grm.json").read_text())
-    card = (demo_run / "results/models/grm_card/README.md").read_text()
+    grm = json.loads((demo_run / "results/grm/metrics.json").read_text())
+    card = (demo_run / "results/grm/README.md").read_text()
     final = grm["models"][grm["headline_model"]]
     assert f"{final['accuracy']['accuracy']:.4f}" in card and grm["statement"] in card
     for arm in ARMS:
-        health = json.loads((demo_run / f"results/policies/{arm}/health.json").read_text())
-        card = (demo_run / f"results/policies/{arm}/README.md").read_text()
+        health = json.loads((demo_run / f"results/policy/{arm}/health.json").read_text())
+        card = (demo_run / f"results/policy/{arm}/README.md").read_text()
         assert f"# Reappraisal policy, arm `{arm}`" in card
         assert f"### Training health: **{health['verdict']}**" in card
         assert "DEMO PRESET" in card

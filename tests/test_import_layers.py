@@ -1,6 +1,6 @@
 """Imports run downhill: no module of the package imports from a later layer.
 
-Layers, first to last: core < data < models < reward < grm < policy <
+Layers, first to last: core < data < base_models < reward < grm < policy <
 evaluation < summary < report; ``cli``/``__main__`` dispatch on top. Every
 ``import`` counts, at the top of a module or inside a function. A new
 top-level module or package must be given a layer here.
@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "reappraisal"
 #: Top-level modules and packages of the core layer, usable by every stage.
 CORE = {"errors", "atomic", "config", "params", "tables", "training", "sentences", "workflow_dvc", "import_closure",
         "stats"}
-LAYERS = ["core", "data", "models", "reward", "grm", "policy", "evaluation", "summary", "report", "dispatcher"]
+LAYERS = ["core", "data", "base_models", "reward", "grm", "policy", "evaluation", "summary", "report", "dispatcher"]
 
 
 def layer_of(module: str) -> str | None:
@@ -87,15 +87,15 @@ def test_no_module_imports_from_a_later_layer():
 
 def test_the_check_finds_uphill_imports_also_inside_functions(tmp_path):
     pkg = tmp_path / "reappraisal"
-    for sub in ("models", "policy", "reward"):
+    for sub in ("base_models", "policy", "reward"):
         (pkg / sub).mkdir(parents=True)
         (pkg / sub / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
     (pkg / "policy" / "train.py").write_text("from ..reward import ensemble  # downhill: fine\n")
-    (pkg / "models" / "base.py").write_text("import json\n\ndef corpus():\n    from ..policy import prompts\n")
+    (pkg / "base_models" / "base.py").write_text("import json\n\ndef corpus():\n    from ..policy import prompts\n")
     (pkg / "reward" / "card.py").write_text("from reappraisal.cli import main\n")
     (pkg / "newthing.py").write_text("")
     uphill, unplaced = violations(pkg)
-    assert uphill == ["reappraisal/models/base.py:4 (models) imports reappraisal.policy (policy)",
+    assert uphill == ["reappraisal/base_models/base.py:4 (base_models) imports reappraisal.policy (policy)",
                       "reappraisal/reward/card.py:1 (reward) imports reappraisal.cli (dispatcher)"]
     assert unplaced == ["reappraisal/newthing.py (layer 'newthing')"]

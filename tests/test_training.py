@@ -101,7 +101,7 @@ def test_one_precision_rule():
     assert use_bf16("auto", where="k", capable=False) is False and use_bf16("auto", where="k", capable=True) is True
     assert use_bf16("bf16", where="k", capable=True) and use_bf16(True, where="k", capable=True)
     assert not use_bf16("fp32", where="k", capable=True) and not use_bf16(False, where="k", capable=True)
-    with pytest.raises(ConfigError, match="config key 'reward_model.bf16'"):
-        use_bf16(True, where="config key 'reward_model.bf16'", capable=False)
+    with pytest.raises(ConfigError, match="config key 'reward.bf16'"):
+        use_bf16(True, where="config key 'reward.bf16'", capable=False)
     with pytest.raises(ConfigError, match="not a precision"):
         use_bf16("fp16", where="k", capable=True)

@@ -53,7 +53,7 @@ def test_every_rule_is_a_dvc_stage_with_config_params():
 
 def test_data_half_end_to_end_then_dvc_repro_is_consistent(data_pipeline, tmp_path):
     # 1. Snakemake from a clean checkout built the data half (fixture); check its products.
-    for rel in ("data/raw/MANIFEST.json", "data/processed/targets.parquet", "data/processed/pairs.parquet", "results/checks/leakage.json"):
+    for rel in ("data/raw/MANIFEST.json", "data/processed/targets.parquet", "data/processed/pairs.parquet", "results/data/leakage.json"):
         assert (data_pipeline / rel).exists(), rel
     # 2. In a git-initialised clean copy, `dvc repro` builds the same stages through Snakemake.
     repo = make_clean_copy(tmp_path / "repo")
@@ -70,7 +70,7 @@ def test_data_half_end_to_end_then_dvc_repro_is_consistent(data_pipeline, tmp_pa
     # 3. A second repro does nothing and Snakemake agrees that nothing is outdated.
     again = dvc(repo, "repro", "check_leakage")
     assert "didn't change" in again.stdout or "up to date" in again.stdout.lower(), again.stdout
-    dry = run_snakemake(repo, "-n", "results/checks/leakage.json")
+    dry = run_snakemake(repo, "-n", "results/data/leakage.json")
     assert "Nothing to be done" in dry.stdout + dry.stderr
 
 
@@ -109,7 +109,7 @@ def committed_data_half(tmp_path_factory):
     git(repo, "-c", "user.email=ci@example.org", "-c", "user.name=ci", "add", "-A")
     git(repo, "-c", "user.email=ci@example.org", "-c", "user.name=ci", "commit", "-qm", "init")
     dvc(repo, "init", "-q")
-    run_snakemake(repo, "--cores", "2", "results/checks/leakage.json", env=IMPORT_PROBE_ENV)
+    run_snakemake(repo, "--cores", "2", "results/data/leakage.json", env=IMPORT_PROBE_ENV)
     before = hashlib.sha256((repo / "data/processed/targets.parquet").read_bytes()).hexdigest()
     dvc(repo, "commit", "-f", "check_leakage", "--with-deps")
     return repo, before
@@ -123,8 +123,8 @@ def test_snakemake_run_then_dvc_commit_records_without_recomputing(committed_dat
     assert (repo / "dvc.lock").exists()
     assert hashlib.sha256(target.read_bytes()).hexdigest() == before  # recorded, not recomputed
     # DVC relinks outputs from its cache (new mtimes): `snakemake --touch` realigns them.
-    run_snakemake(repo, "--touch", "--cores", "1", "results/checks/leakage.json")
-    dry = run_snakemake(repo, "-n", "results/checks/leakage.json")
+    run_snakemake(repo, "--touch", "--cores", "1", "results/data/leakage.json")
+    dry = run_snakemake(repo, "-n", "results/data/leakage.json")
     assert "Nothing to be done" in dry.stdout + dry.stderr
 
 

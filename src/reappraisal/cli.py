@@ -22,7 +22,7 @@ COMMANDS: dict[str, str] = {
     "normalize-ratings": "reappraisal.data.normalize_io:cli_main",
     "split-reappraisals": "reappraisal.data.split_io:cli_main",
     "check-leakage": "reappraisal.data.leakage_io:cli_main",
-    "prepare-base-models": "reappraisal.models.base:cli_main",
+    "prepare-base-models": "reappraisal.base_models.base:cli_main",
     "train-reward-model": "reappraisal.reward.train:cli_main",
     "evaluate-reward-models": "reappraisal.reward.evaluate:cli_main",
     "train-grm": "reappraisal.grm.train:cli_main",

@@ -75,19 +75,19 @@ def test_planted_leak_fails_the_run_naming_it(data_pipeline, tmp_path):
     leaked_id = study1.loc[0, "reappraisal_id"]
     study1.loc[0, "response"] = study1.loc[0, "response"] + " " + gpt.loc[0, "text"]
     study1.to_csv(repo / "data/demo/study1_reappraisals.csv", index=False)
-    proc = run_snakemake(repo, "--cores", "1", "results/checks/leakage.json", check=False)
+    proc = run_snakemake(repo, "--cores", "1", "results/data/leakage.json", check=False)
     assert proc.returncode != 0
     combined = proc.stdout + proc.stderr
     assert "leak" in combined and gpt.loc[0, "reappraisal_id"] in combined
-    assert not (repo / "results/checks/leakage.json").exists()
-    failed = json.loads((repo / "results/checks/leakage_failed.json").read_text())
+    assert not (repo / "results/data/leakage.json").exists()
+    failed = json.loads((repo / "results/data/leakage_failed.json").read_text())
     names = {(h["train_id"], h["heldout_id"]) for h in failed["answer_leaks"]}
     # the leaked text may land in train or val; either way the pair is named
     assert (leaked_id, gpt.loc[0, "reappraisal_id"]) in names
 
 
 def test_demo_split_warns_about_nothing(data_pipeline):
-    summary = json.loads((data_pipeline / "results/checks/split.json").read_text())
+    summary = json.loads((data_pipeline / "results/data/split.json").read_text())
     assert summary["warnings"] == []
 
 

@@ -73,7 +73,7 @@ def tables() -> dict[str, pd.DataFrame]:
 @pytest.fixture(scope="session")
 def tiny_base(tmp_path_factory, tables) -> Path:
     """A random-init tiny Qwen3 causal LM + BPE tokenizer (with the chat template) saved to disk."""
-    from reappraisal.models.tiny import save_tiny_model, train_tokenizer
+    from reappraisal.base_models.tiny import save_tiny_model, train_tokenizer
 
     corpus = list(tables["targets"]["text"]) + list(tables["vignettes"]["text"]) + [
         SYSTEM_PROMPT, USER_TEMPLATE, "ANSWER: A", "ANSWER: B", "Effectiveness A; empathy B; novelty even.",

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reappraisal.models.prompts import GRM_SYSTEM_PROMPT, GRM_USER_TEMPLATE
+from reappraisal.base_models.prompts import GRM_SYSTEM_PROMPT, GRM_USER_TEMPLATE
 from reappraisal.policy.prompts import SYSTEM_PROMPT, USER_TEMPLATE
 
 from .fakes import build_tiny_policy, make_targets, make_vignettes
@@ -42,10 +42,10 @@ def warm_policy(tmp_path_factory, tiny_policy, targets, vignettes) -> Path:
 @pytest.fixture(scope="session")
 def real_judges(tmp_path_factory) -> dict:
     """A real two-seed reward-model ensemble and a real (stage-1) GRM, trained for seconds on the
-    reward and GRM tests' synthetic tables: ``{"rm_dirs": [...], "grm_dir": path, "reward_model": ..., "grm": ...}``."""
+    reward and GRM tests' synthetic tables: ``{"rm_dirs": [...], "grm_dir": path, "reward": ..., "grm": ...}``."""
     from reappraisal.grm.train import train_grm
-    from reappraisal.models.base import tokenizer_corpus
-    from reappraisal.models.tiny import TinyArchitecture, save_tiny_model, train_tokenizer
+    from reappraisal.base_models.base import tokenizer_corpus
+    from reappraisal.base_models.tiny import TinyArchitecture, save_tiny_model, train_tokenizer
     from reappraisal.reward.dataset import examples_for_split, pairs_for_split
     from reappraisal.reward.train import RewardTrainConfig, train_reward_model
     from tests.grm.conftest import DATA_CFG, make_tables, tiny_cfg
@@ -76,4 +76,4 @@ def real_judges(tmp_path_factory) -> dict:
     grm_cfg = tiny_cfg(sft={"epochs": 4}, grpo={"steps": 0})
     train_grm(str(grm_base), t["pairs"], t["targets"], t["vignettes"], cfg=grm_cfg, data_cfg=DATA_CFG, seed=7,
               out_dir=root / "grm", sft_out_dir=root / "grm_sft")
-    return {"rm_dirs": rm_dirs, "grm_dir": root / "grm", "reward_model": rm_section, "grm": grm_cfg}
+    return {"rm_dirs": rm_dirs, "grm_dir": root / "grm", "reward": rm_section, "grm": grm_cfg}

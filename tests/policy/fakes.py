@@ -118,7 +118,7 @@ class FakeGRM:
 
 def build_tiny_policy(out_dir: Path) -> Path:
     """A random-init tiny Qwen3 policy with a tokenizer trained on the synthetic corpus and the prompts."""
-    from reappraisal.models.tiny import save_tiny_model, train_tokenizer
+    from reappraisal.base_models.tiny import save_tiny_model, train_tokenizer
 
     corpus = [SYSTEM_PROMPT, USER_TEMPLATE] + [t for t, _ in SCENARIOS.values()] + list(make_targets()["text"])
     corpus += ["They feel sadness anger fear upset. I can offer a kinder reading of what happened."] * 5

@@ -103,7 +103,7 @@ def _train_policy_command(tmp_path, warm_policy, judges, vignettes, targets, **p
     settings = dict(load_config()["policy"], lr=1e-4, num_generations=4, per_device_train_batch_size=6, max_steps=2,
                     save_steps=1, max_completion_length=40, health={"window": 2})
     settings.update(policy)
-    params = {"policy": settings, "reward_model": judges["reward_model"], "grm": judges["grm"],
+    params = {"policy": settings, "reward": judges["reward"], "grm": judges["grm"],
               "data": {"dimensions": ["effectiveness"], "primary_dimension": "effectiveness"}, "seed": 0, "preset": "demo"}
     out = tmp_path / "committee"
     return ["-m", "reappraisal", "train-policy", "--arm", "committee", "--model-dir", str(warm_policy),
@@ -126,7 +126,7 @@ def test_train_policy_command_two_processes_matches_one_process_committee(tmp_pa
     assert not (out / "checkpoints").exists()
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(calls) == 2  # one global batch per step: 2 processes x 6 completions, groups of 4
-    rm_cfg, grm_cfg = real_judges["reward_model"], real_judges["grm"]
+    rm_cfg, grm_cfg = real_judges["reward"], real_judges["grm"]
     ensemble = EnsembleScorer.from_dirs(real_judges["rm_dirs"], penalty="std", lam=0.5,
                                         batch_size=rm_cfg["ensemble"]["batch_size"], max_length=rm_cfg["max_length"])
     grm = GRMScorer.from_dir(real_judges["grm_dir"], references=median_references(targets, vignettes, "effectiveness"),

@@ -197,6 +197,13 @@ def test_arms_from_config_and_external(tmp_path):
         parse_arms({"arms": {"bad": {"external": "/x", "w_rm": 1.0}}})
 
 
+def test_an_arm_cannot_take_the_warm_starts_folder():
+    """results/policy/warm_start/ is the demo's warm start; an arm of that name would write inside it."""
+    with pytest.raises(ConfigError, match="warm start") as err:
+        parse_arms({"arms": {"warm_start": {"w_rm": 1.0}}})
+    assert "policy.arms.warm_start" in str(err.value)
+
+
 def test_accelerate_zero2_config_parses():
     from accelerate.commands.config.config_args import load_config_from_file
 

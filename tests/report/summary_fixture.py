@@ -53,8 +53,8 @@ def _rate_rows(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 
 def write_summary(root: Path) -> dict[str, Path]:
-    """results/tables/{*.csv,*.md,*.tex,index.json} and results/claims.json under ``root``."""
-    tables = root / "results" / "tables"
+    """results/summary/tables/{*.csv,*.md,*.tex,index.json} and results/summary/claims.json under ``root``."""
+    tables = root / "results" / "summary" / "tables"
     tables.mkdir(parents=True, exist_ok=True)
     df = contests()
     per_scenario = _rate_rows(df, ["arm", "opponent", "judge", "vignette_id", "pool"])
@@ -92,11 +92,11 @@ def write_summary(root: Path) -> dict[str, Path]:
         (tables / f"{name}.tex").write_text("\\begin{tabular}{}\\end{tabular}\n")
         written[name] = csv
         index.append({"name": name, "title": title, "caption": caption, "estimand": "pooled win rate",
-                      "files": {"csv": f"results/tables/{name}.csv", "md": f"results/tables/{name}.md", "tex": f"results/tables/{name}.tex"}})
+                      "files": {"csv": f"results/summary/tables/{name}.csv", "md": f"results/summary/tables/{name}.md", "tex": f"results/summary/tables/{name}.tex"}})
     (tables / "index.json").write_text(json.dumps(index, indent=1))
     written["index"] = tables / "index.json"
     sha = lambda p: __import__("hashlib").sha256(p.read_bytes()).hexdigest()  # noqa: E731
-    lineage = [{"path": "results/tables/headline.csv", "sha256": sha(written["headline"]), "dvc_stage": "summarize", "dvc_hash": "0" * 32}]
+    lineage = [{"path": "results/summary/tables/headline.csv", "sha256": sha(written["headline"]), "dvc_stage": "summarize", "dvc_hash": "0" * 32}]
     claims = {"claims": [
         {"id": "committee_beats_gpt4", "text": "The committee policy beats GPT-4-0314: headline CI-low > 0.608.",
          "rule": "headline_low > 0.608", "value": float(headline.loc[0, "headline_low"]),
@@ -108,13 +108,13 @@ def write_summary(root: Path) -> dict[str, Path]:
         {"id": "r1_reference", "text": "DeepSeek-R1 95% CI lower 0.718.", "rule": "wald_low(0.771, 240)", "value": 0.7136,
          "verdict": "not_computable", "retraction": None, "flag": "0.718 is the Wald bound (0.7177); Wilson gives 0.714", "lineage": []},
     ]}
-    (root / "results" / "claims.json").write_text(json.dumps(claims, indent=1))
-    written["claims"] = root / "results" / "claims.json"
+    (root / "results" / "summary" / "claims.json").write_text(json.dumps(claims, indent=1))
+    written["claims"] = root / "results" / "summary" / "claims.json"
     return written
 
 
 def write_training(root: Path, arm: str, steps: int = 8) -> tuple[Path, Path]:
-    d = root / "results" / "policies" / arm
+    d = root / "results" / "policy" / arm
     d.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(len(arm))
     log = pd.DataFrame({"step": range(1, steps + 1), "reward": np.linspace(-1, 0.5, steps) + rng.normal(0, 0.05, steps),
@@ -148,7 +148,7 @@ def write_calibration(root: Path) -> Path:
     """A judge_calibration.json built by the calibrate stage's own functions: one weak judge, accepted knowingly."""
     from reappraisal.evaluation.calibration import decide, judge_calibration
 
-    p = root / "results" / "metrics" / "judge_calibration.json"
+    p = root / "results" / "evaluation" / "judge_calibration.json"
     p.parent.mkdir(parents=True, exist_ok=True)
     numbers = {}
     for name, every in (("demo-judge", 3), ("demo-judge-untrained", 2)):
@@ -164,11 +164,11 @@ def manifest(root: Path) -> dict:
     """The --inputs manifest the report rule would pass, for everything written above (paths relative to root)."""
     write_summary(root)
     write_calibration(root)
-    m = {"summary_tables": {"path": "results/tables/index.json", "kind": "tables_index"},
-         "claims": {"path": "results/claims.json", "kind": "claims"},
-         "judge_calibration": "results/metrics/judge_calibration.json"}
+    m = {"summary_tables": {"path": "results/summary/tables/index.json", "kind": "tables_index"},
+         "claims": {"path": "results/summary/claims.json", "kind": "claims"},
+         "judge_calibration": "results/evaluation/judge_calibration.json"}
     for arm in ARMS:
         write_training(root, arm)
-        m[f"health_{arm}"] = {"path": f"results/policies/{arm}/health.json", "kind": "policy_health", "arm": arm}
-        m[f"log_{arm}"] = {"path": f"results/policies/{arm}/training_log.csv", "kind": "training_log", "arm": arm}
+        m[f"health_{arm}"] = {"path": f"results/policy/{arm}/health.json", "kind": "policy_health", "arm": arm}
+        m[f"log_{arm}"] = {"path": f"results/policy/{arm}/training_log.csv", "kind": "training_log", "arm": arm}
     return m

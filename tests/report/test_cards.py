@@ -22,26 +22,26 @@ POLICY = {"arms": {"committee": {"w_rm": 0.5, "w_grm": 0.5}}, "lam": 0.5, "lr": 
 def inputs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     return CardInputs(parse_manifest(manifest(Path("."))), {"preset": "paper", "policy": POLICY,
-                                                            "models": {"policy_base": "Qwen/Qwen3-4B-Thinking-2507"}})
+                                                            "base_models": {"policy_base": "Qwen/Qwen3-4B-Thinking-2507"}})
 
 
 def test_policy_card_tables_come_from_the_artifacts(inputs, tmp_path):
     card = policy_card(inputs, "committee")
-    head = pd.read_csv(tmp_path / "results/tables/headline.csv").set_index("arm").loc["committee"]
+    head = pd.read_csv(tmp_path / "results/summary/tables/headline.csv").set_index("arm").loc["committee"]
     assert f"| **{head['win_rate']:.4f}** | {head['contests']} | {head['scenarios']} | [{head['headline_low']:.3f}, {head['headline_high']:.3f}]" in card
     assert "| learning rate | 8e-06 |" in card and "| β (KL) | 0.0400 |" in card
     assert "base_model: Qwen/Qwen3-4B-Thinking-2507" in card and "DEMO PRESET" not in card
-    per_scenario = pd.read_csv(tmp_path / "results/tables/per_scenario.csv")
+    per_scenario = pd.read_csv(tmp_path / "results/summary/tables/per_scenario.csv")
     assert card.count("| gpt-4-0314 | demo-judge | v") == len(per_scenario.query("arm == 'committee' and pool == 'train'"))
-    health = json.loads((tmp_path / "results/policies/committee/health.json").read_text())
+    health = json.loads((tmp_path / "results/policy/committee/health.json").read_text())
     assert f"### Training health: **{health['verdict']}**" in card
     # Provenance: this arm's files only, each with its hash.
-    assert "results/policies/committee/health.json" in card and "results/policies/rm_only/health.json" not in card
+    assert "results/policy/committee/health.json" in card and "results/policy/rm_only/health.json" not in card
 
 
 def test_policy_card_claims_carry_verdicts_and_retractions(inputs, tmp_path):
     card = policy_card(inputs, "committee")
-    claims = json.loads((tmp_path / "results/claims.json").read_text())["claims"]
+    claims = json.loads((tmp_path / "results/summary/claims.json").read_text())["claims"]
     retracted = next(c for c in claims if c["verdict"] == "retracted")
     assert f"~~{retracted['text']}~~" in card and retracted["retraction"]["reason"] in card
     about = {c["id"] for c in claims_about(claims, names=("committee",))}

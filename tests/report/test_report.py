@@ -75,7 +75,7 @@ def built(tmp_path_factory):
 
 def test_headline_table_is_the_summary_headline_with_honest_labels(built):
     root, _, text, page = built
-    head = pd.read_csv(root / "results/tables/headline.csv")
+    head = pd.read_csv(root / "results/summary/tables/headline.csv")
     cells = page.cells["headline-table"]
     assert "iid Wilson CI (ignores clustering)" in cells
     assert "Percentile cluster bootstrap CI (under-covers)" in cells
@@ -88,14 +88,14 @@ def test_headline_table_is_the_summary_headline_with_honest_labels(built):
         assert row[7] == r["headline_method"]
         assert row[8] == f"[{r['wilson_low']:.3f}, {r['wilson_high']:.3f}]"
         assert row[9] == f"[{r['boot_low']:.3f}, {r['boot_high']:.3f}]"
-    caption = json.loads((root / "results/tables/index.json").read_text())[0]["caption"]
+    caption = json.loads((root / "results/summary/tables/index.json").read_text())[0]["caption"]
     assert caption in text
     assert "DEMO PRESET" in text and page.ids.get("demo-banner") == "p"
 
 
 def test_a_weak_judge_accepted_knowingly_is_flagged_above_the_headline(built):
     root, _, text, page = built
-    cal = json.loads((root / "results/metrics/judge_calibration.json").read_text())
+    cal = json.loads((root / "results/evaluation/judge_calibration.json").read_text())
     assert cal["decision"]["accepted_weak"] and cal["decision"]["failed"] == ["demo-judge"]
     warning = text[text.index('id="weak-judge"'):text.index('id="headline-table"')]
     agreement = cal["decision"]["verdicts"]["demo-judge"]["agreement"]
@@ -105,7 +105,7 @@ def test_a_weak_judge_accepted_knowingly_is_flagged_above_the_headline(built):
 
 def test_every_table_in_the_index_is_rendered_and_figures_are_inline_svg(built):
     root, _, text, page = built
-    index = json.loads((root / "results/tables/index.json").read_text())
+    index = json.loads((root / "results/summary/tables/index.json").read_text())
     for entry in index:
         if entry["name"] != "headline":
             assert f"table-{entry['name']}" in page.ids, entry["name"]
@@ -134,7 +134,7 @@ def test_page_is_self_contained(built):
 
 def test_claims_ledger_strikes_retractions_and_links_each_value_to_its_lineage(built):
     root, _, text, page = built
-    claims = json.loads((root / "results/claims.json").read_text())["claims"]
+    claims = json.loads((root / "results/summary/claims.json").read_text())["claims"]
     retracted = next(c for c in claims if c["verdict"] == "retracted")
     row = text[text.index(f'id="claim-{retracted["id"]}"'):]
     row = row[: row.index("</tr>")]
@@ -177,11 +177,11 @@ def test_without_summary_the_page_says_so(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "breakage,message",
     [
-        (lambda root: _drop_column(root / "results/tables/headline.csv", "wilson_low"), "missing column(s) ['wilson_low']"),
+        (lambda root: _drop_column(root / "results/summary/tables/headline.csv", "wilson_low"), "missing column(s) ['wilson_low']"),
         (lambda root: _edit_claims(root, verdict="probably"), "verdict 'probably' is not one of"),
         (lambda root: _edit_claims(root, drop="lineage"), "missing key(s) ['lineage']"),
-        (lambda root: (root / "results/tables/per_run.csv").unlink(), "table file does not exist"),
-        (lambda root: (root / "results/tables/index.json").write_text("[{"), "not valid JSON"),
+        (lambda root: (root / "results/summary/tables/per_run.csv").unlink(), "table file does not exist"),
+        (lambda root: (root / "results/summary/tables/index.json").write_text("[{"), "not valid JSON"),
     ],
 )
 def test_bad_summary_input_is_one_clear_error_and_no_report(tmp_path, monkeypatch, capsys, breakage, message):
@@ -200,7 +200,7 @@ def _drop_column(path: Path, column: str) -> None:
 
 
 def _edit_claims(root: Path, verdict: str | None = None, drop: str | None = None) -> None:
-    path = root / "results/claims.json"
+    path = root / "results/summary/claims.json"
     doc = json.loads(path.read_text())
     if verdict:
         doc["claims"][0]["verdict"] = verdict

@@ -25,8 +25,8 @@ def toy_files(tmp_path_factory, toy_tables):
 @pytest.fixture(scope="session")
 def tiny_base(tmp_path_factory, toy_tables):
     """A tiny random-init Qwen3 causal LM + BPE tokenizer saved as a reward base."""
-    from reappraisal.models.base import tokenizer_corpus
-    from reappraisal.models.tiny import TinyArchitecture, save_tiny_model, train_tokenizer
+    from reappraisal.base_models.base import tokenizer_corpus
+    from reappraisal.base_models.tiny import TinyArchitecture, save_tiny_model, train_tokenizer
 
     targets, vignettes, _ = toy_tables
     tok = train_tokenizer(tokenizer_corpus(targets, vignettes), vocab_size=1000)

@@ -44,25 +44,25 @@ def demo_run(tmp_path_factory):
     _run("split-reappraisals", "--ratings-z", processed / "ratings_z.parquet", "--reappraisals", interim / "reappraisals.parquet",
          "--vignettes", interim / "vignettes.parquet", "--targets", processed / "targets.parquet",
          "--pairs", processed / "pairs.parquet", "--summary", d / "split.json", "--params", _params(cfg, "data", "split"))
-    base = d / "models" / "base"
-    models = dict(cfg["models"])
+    base = d / "base_models"
+    models = dict(cfg["base_models"])
     for role in ("reward", "grm", "policy", "judge"):
         models[f"{role}_base"] = str(base / role)  # the demo preset's relative paths, under the temp folder
-    cfg["models"] = models
+    cfg["base_models"] = models
     _run("prepare-base-models", "--out-root", base, "--manifest", base / "MANIFEST.json",
          "--targets", processed / "targets.parquet", "--vignettes", interim / "vignettes.parquet",
-         "--params", _params(cfg, "models"))
-    seeds = cfg["reward_model"]["seeds"]
-    dirs = [d / "models" / "rm" / f"seed{s}" for s in seeds]
+         "--params", _params(cfg, "base_models"))
+    seeds = cfg["reward"]["seeds"]
+    dirs = [d / "reward" / f"seed{s}" for s in seeds]
     for s, out in zip(seeds, dirs):
         _run("train-reward-model", "--base-model", base / "reward", "--base-manifest", base / "MANIFEST.json",
              "--targets", processed / "targets.parquet", "--vignettes", interim / "vignettes.parquet",
              "--pairs", processed / "pairs.parquet", "--seed", s, "--out", out,
-             "--params", _params(cfg, "data", "reward_model"))
+             "--params", _params(cfg, "data", "reward"))
     metrics = d / "reward_models.json"
     _run("evaluate-reward-models", "--models", *dirs, "--targets", processed / "targets.parquet",
          "--vignettes", interim / "vignettes.parquet", "--pairs", processed / "pairs.parquet", "--out", metrics,
-         "--params", _params(cfg, "data", "reward_model"))
+         "--params", _params(cfg, "data", "reward"))
     return dirs, json.loads(metrics.read_text())
 
 

@@ -59,7 +59,7 @@ def test_no_val_pairs_is_a_clear_error(toy_tables):
 
 def _params(**rm):
     return json.dumps({"data": {"dimensions": DIMS, "primary_dimension": "effectiveness"},
-                       "reward_model": {"seeds": [0, 1, 2], "max_length": 128, **rm}, "seed": 1, "preset": "demo"})
+                       "reward": {"seeds": [0, 1, 2], "max_length": 128, **rm}, "seed": 1, "preset": "demo"})
 
 
 def test_cli_missing_model_dir_exits_2(tmp_path, toy_files, capsys):
@@ -80,5 +80,5 @@ def test_cli_empty_train_split_and_unknown_seed_exit_2(tmp_path, toy_tables, toy
     rc = main(["train-reward-model", "--targets", str(empty), "--seed", "0", *common])
     assert rc == 2 and "'train' split has no reappraisal" in capsys.readouterr().err
     rc = main(["train-reward-model", "--targets", str(toy_files["targets"]), "--seed", "7", *common])
-    assert rc == 2 and "not among reward_model.seeds" in capsys.readouterr().err
+    assert rc == 2 and "not among reward.seeds" in capsys.readouterr().err
     assert not (tmp_path / "seed0").exists()

@@ -178,7 +178,7 @@ def test_sigkill_mid_run_then_rerun_resumes(tmp_path, toy_files, tiny_base):
 
     params = json.dumps({
         "data": {"dimensions": DIMS, "primary_dimension": "effectiveness"},
-        "reward_model": {"seeds": [0], "max_length": 128, "learning_rate": 3e-3, "num_train_epochs": 60,
+        "reward": {"seeds": [0], "max_length": 128, "learning_rate": 3e-3, "num_train_epochs": 60,
                          "per_device_train_batch_size": 8, "save_steps": 2, "eval_steps": 1000,
                          "logging_steps": 1000, "cpu_threads": 1},
         "seed": 1, "preset": "demo",

@@ -25,9 +25,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 def run_summarize(root: Path, params: dict | None = None) -> int:
     return main([
-        "summarize", "--evals-dir", str(root / "results/evals"), "--metrics-dir", str(root / "results/metrics"),
-        "--policies-dir", str(root / "results/policies"), "--claims", str(root / "claims.yaml"),
-        "--out-tables", str(root / "results/tables"), "--out-claims", str(root / "results/claims.json"),
+        "summarize", "--evaluation-dir", str(root / "results/evaluation"), "--policy-dir", str(root / "results/policy"),
+        "--judge-calibration", str(root / "results/evaluation/judge_calibration.json"),
+        "--reward-metrics", str(root / "results/reward/metrics.json"),
+        "--grm-metrics", str(root / "results/grm/metrics.json"), "--claims", str(root / "claims.yaml"),
+        "--out-tables", str(root / "results/summary/tables"), "--out-claims", str(root / "results/summary/claims.json"),
         "--root", str(root), "--params", json.dumps(params or fx.params()),
     ])
 
@@ -96,7 +98,7 @@ def test_720_contests_flow_through_summarize_and_every_headline_number_is_reprod
     root, evals = workspace
     scores = scores_by_hand(evals, "committee", "gpt-4-0314")
     assert len(scores) == 720 and scores["vignette_id"].nunique() == 6 and scores["run"].nunique() == 3
-    head = pd.read_csv(root / "results/tables/headline.csv")
+    head = pd.read_csv(root / "results/summary/tables/headline.csv")
     row = head[(head["arm"] == "committee") & (head["opponent"] == "gpt-4-0314")].iloc[0]
 
     scored = scores.dropna(subset=["score"])
@@ -133,13 +135,13 @@ def test_720_contests_flow_through_summarize_and_every_headline_number_is_reprod
 def test_per_scenario_and_per_run_tables_match_independent_computation(workspace):
     root, evals = workspace
     scored = scores_by_hand(evals, "committee", "gpt-4-0314").dropna(subset=["score"])
-    per_scenario = pd.read_csv(root / "results/tables/per_scenario.csv")
+    per_scenario = pd.read_csv(root / "results/summary/tables/per_scenario.csv")
     mine = per_scenario[(per_scenario["arm"] == "committee") & (per_scenario["opponent"] == "gpt-4-0314")]
     for _, r in mine.iterrows():
         s = scored.loc[scored["vignette_id"] == r["vignette_id"], "score"]
         assert (r["n_contests"], r["win_rate"]) == (len(s), pytest.approx(s.mean()))
         assert (r["ci_low"], r["ci_high"]) == pytest.approx(proportion_confint(s.sum(), len(s), method="wilson"))
-    per_run = pd.read_csv(root / "results/tables/per_run.csv")
+    per_run = pd.read_csv(root / "results/summary/tables/per_run.csv")
     mine = per_run[(per_run["arm"] == "committee") & (per_run["opponent"] == "gpt-4-0314")]
     assert sorted(mine["run"]) == [1, 2, 3]
     for _, r in mine.iterrows():
@@ -152,7 +154,7 @@ def test_per_scenario_and_per_run_tables_match_independent_computation(workspace
 
 def test_head_to_head_is_paired_by_scenario(workspace):
     root, evals = workspace
-    h2h = pd.read_csv(root / "results/tables/head_to_head.csv")
+    h2h = pd.read_csv(root / "results/summary/tables/head_to_head.csv")
     row = h2h[(h2h["kind"] == "paired") & (h2h["arm"] == "committee") & (h2h["versus"] == "rm_only")
               & (h2h["opponent"] == "qwen2.5-72b") & (h2h["pool"] == "ood")].iloc[0]
     a = scores_by_hand(evals, "committee", "qwen2.5-72b", "ood").groupby("vignette_id")["score"].mean()
@@ -168,7 +170,7 @@ def test_head_to_head_is_paired_by_scenario(workspace):
 
 def test_index_names_every_table_and_says_what_each_interval_estimates(workspace):
     root, _ = workspace
-    index = json.loads((root / "results/tables/index.json").read_text())
+    index = json.loads((root / "results/summary/tables/index.json").read_text())
     names = [entry["name"] for entry in index]
     assert names == ["headline", "per_scenario", "per_run", "head_to_head", "ood", "judge_calibration",
                      "reward_models", "grm", "training_health", "reward_path_gap", "ablation"]
@@ -180,7 +182,7 @@ def test_index_names_every_table_and_says_what_each_interval_estimates(workspace
         assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex and f"tab:{entry['name']}" in tex
     caption = index[0]["caption"]
     assert "ignores clustering" in caption and "under-covers" in caption and "same estimand" in caption
-    head = pd.read_csv(root / "results/tables/headline.csv")
+    head = pd.read_csv(root / "results/summary/tables/headline.csv")
     for column in ("arm", "opponent", "judge", "win_rate", "contests", "scenarios", "wilson_low", "wilson_high",
                    "headline_low", "headline_high", "headline_method", "boot_low", "boot_high", "signflip_p_bar",
                    "signflip_p_half", "signflip_min_p", "errors"):
@@ -189,7 +191,7 @@ def test_index_names_every_table_and_says_what_each_interval_estimates(workspace
 
 def test_reward_path_gap_is_on_the_same_contests(workspace):
     root, evals = workspace
-    gap = pd.read_csv(root / "results/tables/reward_path_gap.csv")
+    gap = pd.read_csv(root / "results/summary/tables/reward_path_gap.csv")
     row = gap[(gap["arm"] == "committee") & (gap["heldout_judge"] == fx.HEADLINE_JUDGE)].iloc[0]
     ho = scores_by_hand(evals, "committee", "gpt-4-0314").set_index(["run", "contest_id", "vignette_id"])["score"]
     rp = scores_by_hand(evals, "committee", "gpt-4-0314", judge=fx.REWARD_PATH).set_index(
@@ -202,7 +204,7 @@ def test_reward_path_gap_is_on_the_same_contests(workspace):
 
 def test_claims_ledger_reproduces_the_retractions_and_flags_the_wald_bound(workspace):
     root, _ = workspace
-    claims = {c["id"]: c for c in json.loads((root / "results/claims.json").read_text())["claims"]}
+    claims = {c["id"]: c for c in json.loads((root / "results/summary/claims.json").read_text())["claims"]}
     retracted = {i: c for i, c in claims.items() if c["verdict"] == "retracted"}
     assert set(retracted) == {"committee_beats_gpt4_iid", "committee_beats_r1_reference",
                               "committee_ood_gain_over_rm_only"}
@@ -220,7 +222,7 @@ def test_claims_ledger_reproduces_the_retractions_and_flags_the_wald_bound(works
     assert "Wald" in r1["flag"] and f"{wald:.4f}" in r1["flag"] and f"{wilson:.4f}" in r1["flag"] and "0.714" in r1["flag"]
     assert claims["committee_card_interval"]["verdict"] == "holds" and claims["committee_card_interval"]["flag"] is None
     # a claim's value is the number in the table its rule names
-    head = pd.read_csv(root / "results/tables/headline.csv").set_index(["arm", "opponent"])
+    head = pd.read_csv(root / "results/summary/tables/headline.csv").set_index(["arm", "opponent"])
     assert claims["committee_beats_gpt4"]["value"] == pytest.approx(head.loc[("committee", "gpt-4-0314"), "headline_low"])
     holds = claims["committee_beats_gpt4"]["verdict"] == "holds"
     assert holds == (head.loc[("committee", "gpt-4-0314"), "headline_low"] > 0.608)
@@ -239,24 +241,24 @@ def test_flipping_one_byte_of_one_runs_judgments_changes_exactly_the_claims_comp
     matchups = [m for m in fx.MATCHUPS
                 if (m[0] in ("committee", "rm_only") and m[3] <= 12) or m[:2] == ("committee", "gpt-4-0314")]
     evals = make_workspace(tmp_path, matchups=matchups, reward_path=False)
-    target = tmp_path / "results/evals/run2/judgments.parquet"
+    target = tmp_path / "results/evaluation/run2/judgments.parquet"
     judgments, _ = evals[2]
     judgments.to_parquet(target, index=False, compression=None, use_dictionary=False)  # raw text stored as is
-    rel = "results/evals/run2/judgments.parquet"
+    rel = "results/evaluation/run2/judgments.parquet"
     import hashlib
 
     md5 = hashlib.md5(target.read_bytes()).hexdigest()
     (tmp_path / "dvc.lock").write_text(f"schema: '2.0'\nstages:\n  judge:\n    outs:\n    - path: {rel}\n"
                                        f"      hash: md5\n      md5: {md5}\n")
     assert run_summarize(tmp_path) == 0
-    before = {c["id"]: c for c in json.loads((tmp_path / "results/claims.json").read_text())["claims"]}
+    before = {c["id"]: c for c in json.loads((tmp_path / "results/summary/claims.json").read_text())["claims"]}
     entry = next(e for c in before.values() for e in c["lineage"] if e["path"] == rel)
     assert (entry["dvc_stage"], entry["dvc_hash"]) == ("judge", md5)
     assert entry["sha256"] == hashlib.sha256(target.read_bytes()).hexdigest()
 
     _flip_one_byte(target, judgments["raw"].iloc[5].encode())
     assert run_summarize(tmp_path) == 0  # the verdicts are untouched: still consistent with the contests
-    after = {c["id"]: c for c in json.loads((tmp_path / "results/claims.json").read_text())["claims"]}
+    after = {c["id"]: c for c in json.loads((tmp_path / "results/summary/claims.json").read_text())["claims"]}
     uses = {i for i, c in before.items() if any(e["path"] == rel for e in c["lineage"])}
     changed = {i for i in before if before[i]["lineage"] != after[i]["lineage"]}
     assert changed == uses
@@ -272,12 +274,13 @@ def test_flipping_one_byte_of_one_runs_judgments_changes_exactly_the_claims_comp
 def test_absent_metrics_make_their_tables_and_claims_not_computable(tmp_path):
     matchups = [m for m in fx.MATCHUPS if m[:2] == ("committee", "gpt-4-0314")]
     make_workspace(tmp_path, matchups=matchups, reward_path=False)
-    shutil.rmtree(tmp_path / "results/metrics")
+    for metrics in ("evaluation/judge_calibration.json", "reward/metrics.json", "grm/metrics.json"):
+        (tmp_path / "results" / metrics).unlink()
     assert run_summarize(tmp_path) == 0
-    index = {e["name"]: e for e in json.loads((tmp_path / "results/tables/index.json").read_text())}
+    index = {e["name"]: e for e in json.loads((tmp_path / "results/summary/tables/index.json").read_text())}
     for name in ("judge_calibration", "reward_models", "grm", "ood", "reward_path_gap"):
         assert index[name]["status"] == "not_computable" and index[name]["note"], name
-    claims = {c["id"]: c for c in json.loads((tmp_path / "results/claims.json").read_text())["claims"]}
+    claims = {c["id"]: c for c in json.loads((tmp_path / "results/summary/claims.json").read_text())["claims"]}
     for i in ("rm_ensemble_accuracy", "grm_above_chance", "judge_calibrated", "committee_ood_vs_rm_only_within_noise"):
         assert claims[i]["verdict"] == "not_computable" and claims[i]["note"] and claims[i]["lineage"] == [], i
     assert claims["committee_beats_gpt4"]["verdict"] in ("holds", "fails")
@@ -297,23 +300,23 @@ def _fails_cleanly(root, capsys, *fragments, params=None):
     assert len(err.splitlines()) == 1 and err.startswith("error: "), err
     for fragment in fragments:
         assert fragment in err, (fragment, err)
-    assert not (root / "results/tables").exists() and not (root / "results/claims.json").exists()
-    assert not [p for p in (root / "results").iterdir() if p.name.startswith(".")]  # no temp leftovers
+    assert not (root / "results/summary/tables").exists() and not (root / "results/summary/claims.json").exists()
+    assert not [p for p in (root / "results").rglob(".*")]  # no temp leftovers
 
 
 def test_missing_run_file_is_one_clear_error_and_no_output(small_workspace, capsys):
-    (small_workspace / "results/evals/run3/contests.parquet").unlink()
+    (small_workspace / "results/evaluation/run3/contests.parquet").unlink()
     _fails_cleanly(small_workspace, capsys, "run3/contests.parquet", "run 3", "evaluation.runs")
 
 
 def test_contests_table_missing_a_column_is_one_clear_error_and_no_output(small_workspace, capsys):
-    path = small_workspace / "results/evals/run1/contests.parquet"
+    path = small_workspace / "results/evaluation/run1/contests.parquet"
     pd.read_parquet(path).drop(columns="pool").to_parquet(path, index=False)
     _fails_cleanly(small_workspace, capsys, "run1/contests.parquet", "'pool'")
 
 
 def test_contests_that_disagree_with_their_judgments_are_refused(small_workspace, capsys):
-    path = small_workspace / "results/evals/run2/contests.parquet"
+    path = small_workspace / "results/evaluation/run2/contests.parquet"
     table = pd.read_parquet(path)
     flip = table.index[(table["score"] == 0.0)][0]
     table.loc[flip, "score"] = 1.0

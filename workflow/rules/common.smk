@@ -73,7 +73,7 @@ def _report_entries():
 
     An entry is a path, or {"path", "kind", "arm"?, "input"?}: "kind" says what the file is
     (the report and the model cards read kinds, never parse names); "input" is what the rule
-    depends on when "path" lies inside a directory output (index.json inside results/tables/).
+    depends on when "path" lies inside a directory output (index.json inside results/summary/tables/).
     """
     entries = dict(REPORT_INPUTS)
     if "summarize" in {r.name for r in workflow.rules}:
@@ -115,6 +115,14 @@ def get_bundled_files():
     return [str(p) for p in bundled_files(Path(config["data"].get("bundled_dir", "data/demo")))]
 
 
+# -------------------------------------------------------------------- reward
+REWARD_SEEDS = [str(s) for s in config["reward"]["seeds"]]
+
+
+wildcard_constraints:
+    seed="|".join(REWARD_SEEDS),
+
+
 # -------------------------------------------------------------------- policy
 from reappraisal.policy.arms import parse_arms as _parse_arms  # noqa: E402
 
@@ -133,17 +141,17 @@ def get_policy_model_inputs(wildcards):
     if not spec.trained:
         return {"warm": [], "rm": [], "grm": []}
     return {
-        "warm": ["results/models/base/policy_warm"] if config["policy"]["warm_start"]["enabled"] else [],
-        "rm": [f"results/models/rm/seed{s}" for s in config["reward_model"]["seeds"]] if spec.weights.uses_rm else [],
-        "grm": ["results/models/grm"] if spec.weights.uses_grm else [],
+        "warm": ["results/policy/warm_start"] if config["policy"]["warm_start"]["enabled"] else [],
+        "rm": [f"results/reward/seed{s}" for s in REWARD_SEEDS] if spec.weights.uses_rm else [],
+        "grm": ["results/grm/model"] if spec.weights.uses_grm else [],
     }
 
 
 def get_policy_start():
     """The model GRPO starts from: the demo's warm-started policy, or the configured base."""
     if config["policy"]["warm_start"]["enabled"]:
-        return "results/models/base/policy_warm"
-    return config["models"]["policy_base"]
+        return "results/policy/warm_start"
+    return config["base_models"]["policy_base"]
 
 
 def get_policy_launch():
@@ -160,7 +168,7 @@ from reappraisal.evaluation.judge_spec import judge_path as _judge_path, load_ju
 
 EVAL_RUNS = [str(r) for r in config["evaluation"]["runs"]]
 EVAL_SYSTEMS = _eval_systems.systems(config)
-MODELS_BASE = "results/models/base/"
+BASE_MODELS_DIR = "results/base_models/"
 
 
 wildcard_constraints:
@@ -176,8 +184,8 @@ def get_judge_files(names):
 
 def _local_model_input(model):
     """The workflow output a local model path comes from (a base model: the base MANIFEST); [] for hub ids."""
-    if os.path.normpath(model) in {MODELS_BASE + role for role in ("reward", "grm", "policy", "judge")}:
-        return ["results/models/base/MANIFEST.json"]
+    if os.path.normpath(model) in {BASE_MODELS_DIR + role for role in ("reward", "grm", "policy", "judge")}:
+        return ["results/base_models/MANIFEST.json"]
     if model.startswith("results/"):
         return [model]
     return []
@@ -190,7 +198,7 @@ def get_judge_model_inputs(names):
 
 def get_judge_cache_dir(name):
     """Reply caches are not outputs: Snakemake and DVC never delete them, so a failed stage resumes."""
-    return f"results/evals/cache/{name}"
+    return f"results/evaluation/cache/{name}"
 
 
 def get_system_model(system):
@@ -203,22 +211,20 @@ def get_system_model_input(wildcards):
 
 def get_evaluation_outputs(kind="contests"):
     """Every run's contests (or judgments) table."""
-    return [f"results/evals/run{r}/{kind}.parquet" for r in EVAL_RUNS]
+    return [f"results/evaluation/run{r}/{kind}.parquet" for r in EVAL_RUNS]
 
 
 def get_summary_inputs(wildcards=None):
     """What summarize reads: every run's contests and judgments, the metrics, each arm's training record."""
-    from reappraisal.policy.arms import parse_arms
-
-    arms = list(parse_arms(config["policy"]))
+    arms = POLICY_ARMS
     return {
         "contests": get_evaluation_outputs("contests"),
         "judgments": get_evaluation_outputs("judgments"),
-        "calibration": "results/metrics/judge_calibration.json",
-        "reward_models": "results/metrics/reward_models.json",
-        "grm": "results/metrics/grm.json",
-        "health": [f"results/policies/{a}/health.json" for a in arms],
-        "training_logs": [f"results/policies/{a}/training_log.csv" for a in arms],
+        "calibration": "results/evaluation/judge_calibration.json",
+        "reward_models": "results/reward/metrics.json",
+        "grm": "results/grm/metrics.json",
+        "health": [f"results/policy/{a}/health.json" for a in arms],
+        "training_logs": [f"results/policy/{a}/training_log.csv" for a in arms],
         "claims": "claims.yaml",
     }
 
@@ -226,11 +232,11 @@ def get_summary_inputs(wildcards=None):
 def get_judge_inputs(wildcards):
     ev = config["evaluation"]
     inputs = {
-        "generations": [f"results/evals/run{wildcards.run}/generations/{s}.parquet" for s in EVAL_SYSTEMS],
+        "generations": [f"results/evaluation/run{wildcards.run}/generations/{s}.parquet" for s in EVAL_SYSTEMS],
         "specs": get_judge_files(ev["judges"]),
         "judge_models": get_judge_model_inputs(ev["judges"]),
     }
     if ev["reward_path"]["enabled"]:
-        inputs["rm"] = [f"results/models/rm/seed{s}" for s in config["reward_model"]["seeds"]]
-        inputs["grm"] = "results/models/grm"
+        inputs["rm"] = [f"results/reward/seed{s}" for s in REWARD_SEEDS]
+        inputs["grm"] = "results/grm/model"
     return inputs

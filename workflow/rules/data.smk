@@ -26,7 +26,7 @@ rule ingest:
         vignettes="data/interim/vignettes.parquet",
         reappraisals="data/interim/reappraisals.parquet",
         ratings="data/interim/ratings.parquet",
-        checks="results/checks/ingest.json",
+        checks="results/data/ingest.json",
     params:
         cfg=lambda w: section_file("data"),
     log:
@@ -43,7 +43,7 @@ rule normalize_ratings:
         ratings="data/interim/ratings.parquet",
     output:
         ratings_z="data/processed/ratings_z.parquet",
-        summary="results/checks/normalize.json",
+        summary="results/data/normalize.json",
     params:
         cfg=lambda w: section_file("data", "normalize"),
     log:
@@ -63,7 +63,7 @@ rule split_reappraisals:
     output:
         targets="data/processed/targets.parquet",
         pairs="data/processed/pairs.parquet",
-        summary="results/checks/split.json",
+        summary="results/data/split.json",
     params:
         cfg=lambda w: section_file("data", "split"),
     log:
@@ -81,7 +81,7 @@ rule check_leakage:
         targets="data/processed/targets.parquet",
         vignettes="data/interim/vignettes.parquet",
     output:
-        report="results/checks/leakage.json",
+        report="results/data/leakage.json",
     params:
         cfg=lambda w: section_file("leakage"),
     log:
@@ -94,7 +94,7 @@ rule check_leakage:
         " --params {params.cfg:q} 2>&1 | tee {log}"
 
 
-REPORT_INPUTS["ingest"] = "results/checks/ingest.json"
-REPORT_INPUTS["normalize"] = "results/checks/normalize.json"
-REPORT_INPUTS["split"] = "results/checks/split.json"
-REPORT_INPUTS["leakage"] = "results/checks/leakage.json"
+REPORT_INPUTS["ingest"] = "results/data/ingest.json"
+REPORT_INPUTS["normalize"] = "results/data/normalize.json"
+REPORT_INPUTS["split"] = "results/data/split.json"
+REPORT_INPUTS["leakage"] = "results/data/leakage.json"

@@ -8,9 +8,9 @@ rule check_ood:
     input:
         targets="data/processed/targets.parquet",
         vignettes="data/interim/vignettes.parquet",
-        leakage="results/checks/leakage.json",
+        leakage="results/data/leakage.json",
     output:
-        report="results/checks/ood_disjointness.json",
+        report="results/evaluation/ood_disjointness.json",
     params:
         cfg=lambda w: section_file("evaluation"),
     log:
@@ -24,15 +24,15 @@ rule check_ood:
 
 rule train_demo_judge:
     input:
-        base_manifest="results/models/base/MANIFEST.json",
+        base_manifest="results/base_models/MANIFEST.json",
         targets="data/processed/targets.parquet",
         vignettes="data/interim/vignettes.parquet",
         spec=lambda w: get_judge_files([config["evaluation"]["demo_judge"]["spec"]]),
     output:
-        model=directory("results/models/judge"),
+        model=directory("results/evaluation/judge"),
     params:
         cfg=lambda w: section_file("evaluation", "data"),
-        base=lambda w: config["models"]["judge_base"],
+        base=lambda w: config["base_models"]["judge_base"],
         spec=lambda w: config["evaluation"]["demo_judge"]["spec"],
     log:
         "logs/train_demo_judge.log",
@@ -51,8 +51,8 @@ rule calibrate_judge:
         specs=lambda w: get_judge_files(config["evaluation"]["calibration"]["candidates"]),
         models=lambda w: get_judge_model_inputs(config["evaluation"]["calibration"]["candidates"]),
     output:
-        calibration="results/metrics/judge_calibration.json",
-        judgments="results/evals/calibration/judgments.parquet",
+        calibration="results/evaluation/judge_calibration.json",
+        judgments="results/evaluation/calibration/judgments.parquet",
     params:
         cfg=lambda w: section_file("evaluation", "data"),
         cache=lambda w: get_judge_cache_dir("calibration"),
@@ -72,9 +72,9 @@ rule generate_answers:
     input:
         model=get_system_model_input,
         vignettes="data/interim/vignettes.parquet",
-        ood="results/checks/ood_disjointness.json",
+        ood="results/evaluation/ood_disjointness.json",
     output:
-        answers="results/evals/run{run}/generations/{system}.parquet",
+        answers="results/evaluation/run{run}/generations/{system}.parquet",
     params:
         cfg=lambda w: section_file("evaluation", "policy"),
         model=lambda w: get_system_model(w.system),
@@ -95,12 +95,12 @@ rule judge:
         unpack(get_judge_inputs),
         targets="data/processed/targets.parquet",
         vignettes="data/interim/vignettes.parquet",
-        calibration="results/metrics/judge_calibration.json",
+        calibration="results/evaluation/judge_calibration.json",
     output:
-        judgments="results/evals/run{run}/judgments.parquet",
-        contests="results/evals/run{run}/contests.parquet",
+        judgments="results/evaluation/run{run}/judgments.parquet",
+        contests="results/evaluation/run{run}/contests.parquet",
     params:
-        cfg=lambda w: section_file("evaluation", "policy", "reward_model", "grm"),
+        cfg=lambda w: section_file("evaluation", "policy", "reward", "grm"),
         generations=lambda w, input: os.path.dirname(input.generations[0]),
         cache=lambda w: get_judge_cache_dir(f"run{w.run}"),
         rm_flag=lambda w, input: ("--rm-dirs " + " ".join(input.rm)) if input.get("rm") else "",
@@ -118,5 +118,5 @@ rule judge:
         " {params.rm_flag} {params.grm_flag} --params {params.cfg:q} 2>&1 | tee {log}"
 
 
-REPORT_INPUTS["judge_calibration"] = "results/metrics/judge_calibration.json"
-REPORT_INPUTS["ood_disjointness"] = "results/checks/ood_disjointness.json"
+REPORT_INPUTS["judge_calibration"] = "results/evaluation/judge_calibration.json"
+REPORT_INPUTS["ood_disjointness"] = "results/evaluation/ood_disjointness.json"

@@ -5,17 +5,17 @@
 
 rule train_grm:
     input:
-        base_manifest="results/models/base/MANIFEST.json",
+        base_manifest="results/base_models/MANIFEST.json",
         pairs="data/processed/pairs.parquet",
         targets="data/processed/targets.parquet",
         vignettes="data/interim/vignettes.parquet",
         traces=lambda w: [config["grm"]["traces_file"]] if config["grm"].get("traces_file") else [],
     output:
-        model=directory("results/models/grm"),
-        sft=directory("results/models/grm_sft"),
+        model=directory("results/grm/model"),
+        sft=directory("results/grm/sft"),
     params:
         cfg=lambda w: section_file("grm", "data"),
-        base=lambda w: config["models"]["grm_base"],
+        base=lambda w: config["base_models"]["grm_base"],
     resources:
         gpu=1,
     log:
@@ -30,13 +30,13 @@ rule train_grm:
 
 rule evaluate_grm:
     input:
-        model="results/models/grm",
-        sft="results/models/grm_sft",
+        model="results/grm/model",
+        sft="results/grm/sft",
         pairs="data/processed/pairs.parquet",
         vignettes="data/interim/vignettes.parquet",
     output:
-        metrics="results/metrics/grm.json",
-        judgments="results/metrics/grm_judgments.parquet",
+        metrics="results/grm/metrics.json",
+        judgments="results/grm/heldout_verdicts.parquet",
     params:
         cfg=lambda w: section_file("grm"),
     resources:
@@ -51,4 +51,4 @@ rule evaluate_grm:
         " --params {params.cfg:q} 2>&1 | tee {log}"
 
 
-REPORT_INPUTS["grm"] = "results/metrics/grm.json"
+REPORT_INPUTS["grm"] = "results/grm/metrics.json"

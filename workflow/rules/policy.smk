@@ -8,15 +8,15 @@
 
 rule warm_start_policy:
     input:
-        base_manifest="results/models/base/MANIFEST.json",
+        base_manifest="results/base_models/MANIFEST.json",
         targets="data/processed/targets.parquet",
         vignettes="data/interim/vignettes.parquet",
-        leakage="results/checks/leakage.json",
+        leakage="results/data/leakage.json",
     output:
-        model=directory("results/models/base/policy_warm"),
+        model=directory("results/policy/warm_start"),
     params:
         cfg=lambda w: section_file("policy"),
-        base=lambda w: config["models"]["policy_base"],
+        base=lambda w: config["base_models"]["policy_base"],
     log:
         "logs/warm_start_policy.log",
     conda:
@@ -29,16 +29,16 @@ rule warm_start_policy:
 rule train_policy:
     input:
         unpack(get_policy_model_inputs),
-        base_manifest="results/models/base/MANIFEST.json",
+        base_manifest="results/base_models/MANIFEST.json",
         targets="data/processed/targets.parquet",
         vignettes="data/interim/vignettes.parquet",
-        leakage="results/checks/leakage.json",
+        leakage="results/data/leakage.json",
     output:
-        model=directory("results/policies/{arm}/model"),
-        training_log="results/policies/{arm}/training_log.csv",
-        health="results/policies/{arm}/health.json",
+        model=directory("results/policy/{arm}/model"),
+        training_log="results/policy/{arm}/training_log.csv",
+        health="results/policy/{arm}/health.json",
     params:
-        cfg=lambda w: section_file("policy", "data", "grm", "reward_model"),
+        cfg=lambda w: section_file("policy", "data", "grm", "reward"),
         base=lambda w: get_policy_start(),
         launch=lambda w: get_policy_launch(),
         rm_flag=lambda w, input: ("--rm-dirs " + " ".join(input.rm)) if input.rm else "",
@@ -55,7 +55,7 @@ rule train_policy:
 
 
 for _arm in POLICY_ARMS:
-    REPORT_INPUTS[f"policy_{_arm}"] = {"path": f"results/policies/{_arm}/health.json", "kind": "policy_health", "arm": _arm}
+    REPORT_INPUTS[f"policy_{_arm}"] = {"path": f"results/policy/{_arm}/health.json", "kind": "policy_health", "arm": _arm}
     REPORT_INPUTS[f"policy_{_arm}_training_log"] = {
-        "path": f"results/policies/{_arm}/training_log.csv", "kind": "training_log", "arm": _arm,
+        "path": f"results/policy/{_arm}/training_log.csv", "kind": "training_log", "arm": _arm,
     }

@@ -1,23 +1,20 @@
 # The HTML report and the model cards: every number in them is read from an artifact listed as input.
-from reappraisal.policy.arms import parse_arms
-
-CARD_ARMS = sorted(parse_arms(config["policy"]))
 
 
 rule write_model_cards:
     input:
         unpack(get_report_inputs),
-        rm_seed_dirs=expand("results/models/rm/seed{seed}", seed=config["reward_model"]["seeds"]),
-        grm_model_dir="results/models/grm",
+        rm_seed_dirs=expand("results/reward/seed{seed}", seed=REWARD_SEEDS),
+        grm_model_dir="results/grm/model",
     output:
-        ensemble="results/models/rm/README.md",
-        # results/models/grm/ is train_grm's directory output: no other rule may write inside it.
-        grm="results/models/grm_card/README.md",
-        policies=expand("results/policies/{arm}/README.md", arm=CARD_ARMS),
+        ensemble="results/reward/README.md",
+        # results/grm/model/ is train_grm's directory output: no other rule may write inside it.
+        grm="results/grm/README.md",
+        policies=expand("results/policy/{arm}/README.md", arm=POLICY_ARMS),
     params:
-        cfg=lambda w: section_file("policy", "grm", "models", "reward_model", "summary"),
+        cfg=lambda w: section_file("policy", "grm", "base_models", "reward", "summary"),
         inputs=lambda w: get_report_manifest(),
-        policy_out=lambda w, output: " ".join(f"{arm}={path}" for arm, path in zip(CARD_ARMS, output.policies)),
+        policy_out=lambda w, output: " ".join(f"{arm}={path}" for arm, path in zip(POLICY_ARMS, output.policies)),
     log:
         "logs/write_model_cards.log",
     conda:

@@ -1,21 +1,25 @@
 # Summary: the paper's tables (CSV, Markdown, LaTeX) from every run's contests,
 # the judgments they were scored from and the metrics, and the claims ledger
-# (claims.yaml -> results/claims.json: value, verdict, lineage of each claim).
+# (claims.yaml -> results/summary/claims.json: value, verdict, lineage of each claim).
 
 
 rule summarize:
     input:
         unpack(get_summary_inputs),
     output:
-        tables=directory("results/tables"),
-        claims="results/claims.json",
+        tables=directory("results/summary/tables"),
+        claims="results/summary/claims.json",
     params:
         cfg=lambda w: section_file("summary", "evaluation", "policy"),
+        # the folders holding run{run}/ and {arm}/, derived from the inputs
+        evaluation_dir=lambda w, input: os.path.dirname(os.path.dirname(input.contests[0])),
+        policy_dir=lambda w, input: os.path.dirname(os.path.dirname(input.health[0])),
     log:
         "logs/summarize.log",
     conda:
         "../../envs/report.yaml"
     shell:
-        "python -m reappraisal summarize --evals-dir results/evals --metrics-dir results/metrics"
-        " --policies-dir results/policies --claims {input.claims} --out-tables {output.tables}"
+        "python -m reappraisal summarize --evaluation-dir {params.evaluation_dir} --policy-dir {params.policy_dir}"
+        " --judge-calibration {input.calibration} --reward-metrics {input.reward_models} --grm-metrics {input.grm}"
+        " --claims {input.claims} --out-tables {output.tables}"
         " --out-claims {output.claims} --params {params.cfg:q} 2>&1 | tee {log}"

@@ -3,9 +3,9 @@
 Each candidate (config ``evaluation.calibration.candidates``) judges the
 calibration half of the validation split's human pairs (:mod:`.human_pairs`)
 in both orders, through its own reply cache
-(``results/evals/cache/calibration/<judge>.jsonl``). The numbers
-(:mod:`.calibration`) go to ``results/metrics/judge_calibration.json`` and
-the verdicts to ``results/evals/calibration/judgments.parquet``. When a
+(``results/evaluation/cache/calibration/<judge>.jsonl``). The numbers
+(:mod:`.calibration`) go to ``results/evaluation/judge_calibration.json`` and
+the verdicts to ``results/evaluation/calibration/judgments.parquet``. When a
 judge the evaluation uses (``evaluation.judges``) falls below
 ``min_agreement`` the stage stops with a message saying so, unless
 ``accept_weak_judge`` is set, in which case the file records that it was

@@ -4,7 +4,7 @@ The paper's judge (Llama-3.1-70B-Instruct) never touched training. The
 demo's stand-in must be just as independent of the reward path:
 
 - different weights: it starts from the ``judge`` base model (its own random
-  initialisation, seed and tokenizer copy; :mod:`reappraisal.models.base`),
+  initialisation, seed and tokenizer copy; :mod:`reappraisal.base_models.base`),
   not from the reward models, the GRM or the policy;
 - no human data in common with the reward path: it learns only from the
   ``judge_train`` half of the validation split's human pairs

@@ -4,7 +4,7 @@ Reads the run's generations (every arm and every generated opponent), draws
 the contests (:mod:`.draw`) against every opponent, has each held-out judge
 (config ``evaluation.judges``, each calibrated first) judge every contest in
 both orders through this run's own reply cache
-(``results/evals/cache/run{run}/<judge>.jsonl``), adds the reward-path
+(``results/evaluation/cache/run{run}/<judge>.jsonl``), adds the reward-path
 scorers' verdicts on the configured opponents' contests and, with several
 held-out judges, their consensus. Writes the judgments table (one row per
 verdict, raw judge text kept) and the contests table (both orders combined
@@ -111,7 +111,7 @@ def judge_run(run: int, contests: pd.DataFrame, scenarios: dict[str, str], param
         if rm_dirs:
             from ..reward.ensemble import EnsembleScorer
 
-            rm = params["reward_model"]
+            rm = params["reward"]
             scorer = EnsembleScorer.from_dirs(list(rm_dirs), penalty=rm["ensemble"]["penalty"], lam=rm["ensemble"]["lam"],
                                               batch_size=rm["ensemble"]["batch_size"], max_length=rm["max_length"])
             frames.append(ensemble_judgments(part, scenarios, scorer, run=run))

@@ -1,6 +1,6 @@
 """check_ood stage: the OOD pool must be disjoint from everything training and the main evaluation saw.
 
-Writes ``results/checks/ood_disjointness.json`` when the gate passes
+Writes ``results/evaluation/ood_disjointness.json`` when the gate passes
 (:mod:`.ood_gate`); otherwise writes the report beside it as
 ``ood_disjointness_failed.json`` (never the declared output) and stops with
 a message naming the offending pairs.

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import ConfigError
-from ..policy.arms import POLICIES_DIR, parse_arms
+from ..policy.arms import POLICY_DIR, parse_arms
 from .opponents import Opponent, generated_systems, parse_opponents
 
 POOLS = ("train", "ood")
@@ -42,8 +42,8 @@ def system_pools(config: Mapping[str, Any], system: str) -> tuple[str, ...]:
 
 
 def system_model(config: Mapping[str, Any], system: str) -> str:
-    """Where a system's weights are: ``results/policies/<arm>/model`` (a trained arm, or an external arm's
+    """Where a system's weights are: ``results/policy/<arm>/model`` (a trained arm, or an external arm's
     pointer, resolved by :func:`reappraisal.policy.arms.resolve_model_dir`), or the `model` opponent's path / hub id."""
     if system in evaluated_arms(config):
-        return f"{POLICIES_DIR}/{system}/model"
+        return f"{POLICY_DIR}/{system}/model"
     return opponents(config)[system].model

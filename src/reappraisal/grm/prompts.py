@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from reappraisal.models.prompts import GRM_SYSTEM_PROMPT, GRM_USER_TEMPLATE
+from reappraisal.base_models.prompts import GRM_SYSTEM_PROMPT, GRM_USER_TEMPLATE
 
-#: The model card's system prompt and user turn (see :mod:`reappraisal.models.prompts`).
+#: The model card's system prompt and user turn (see :mod:`reappraisal.base_models.prompts`).
 SYSTEM_PROMPT, USER_TEMPLATE = GRM_SYSTEM_PROMPT, GRM_USER_TEMPLATE
 
 #: The verdict line's marker; the reply ends with ``ANSWER_MARKER + " A"`` or ``" B"``.

@@ -5,7 +5,7 @@ and optionally its own ``lam``, default ``policy.lam``), or *external*: a
 checkpoint trained elsewhere (e.g. the earlier Bradley-Terry-reward policy),
 given by ``external: <path or hub id>``, evaluated without training.
 Snakemake uses these helpers to constrain the ``{arm}`` wildcard of each rule,
-and downstream stages use :func:`resolve_model_dir` on ``results/policies/<arm>/model``
+and downstream stages use :func:`resolve_model_dir` on ``results/policy/<arm>/model``
 (or :func:`policy_model_path` on the config) to find an arm's weights.
 """
 
@@ -22,8 +22,11 @@ from reappraisal.errors import ConfigError
 from .committee import CommitteeWeights
 
 ARM_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-POLICIES_DIR = "results/policies"
-#: File in ``results/policies/<arm>/model/`` of an external arm, naming its checkpoint.
+#: The policy stage's results folder: ``<arm>/`` per arm, and the demo's warm start.
+POLICY_DIR = "results/policy"
+#: The warm start's folder in POLICY_DIR, so no arm may take its name.
+WARM_START = "warm_start"
+#: File in ``results/policy/<arm>/model/`` of an external arm, naming its checkpoint.
 EXTERNAL_POINTER = "EXTERNAL.json"
 
 
@@ -51,6 +54,9 @@ def parse_arms(policy: Mapping[str, Any]) -> dict[str, ArmSpec]:
         where = f"config key 'policy.arms.{name}'"
         if not ARM_NAME.match(name):
             raise ConfigError("arm names are lowercase letters, digits and '_'", where=where)
+        if name == WARM_START:
+            raise ConfigError(f"{WARM_START!r} names the warm start's folder in {POLICY_DIR}/; pick another arm name",
+                              where=where)
         spec = spec or {}
         if spec.get("external"):
             if any(k in spec for k in ("w_rm", "w_grm", "lam")):
@@ -89,7 +95,7 @@ def wildcard_pattern(names: list[str]) -> str:
 
 
 def resolve_model_dir(model_dir: str | Path) -> str:
-    """The weights behind ``results/policies/<arm>/model``: itself, or the checkpoint an external arm points to."""
+    """The weights behind ``results/policy/<arm>/model``: itself, or the checkpoint an external arm points to."""
     pointer = Path(model_dir) / EXTERNAL_POINTER
     if pointer.is_file():
         return str(json.loads(pointer.read_text())["checkpoint"])
@@ -97,6 +103,6 @@ def resolve_model_dir(model_dir: str | Path) -> str:
 
 
 def policy_model_path(policy: Mapping[str, Any], name: str) -> str:
-    """Where an arm's weights are: ``results/policies/<arm>/model`` or the external checkpoint."""
+    """Where an arm's weights are: ``results/policy/<arm>/model`` or the external checkpoint."""
     spec = arm_spec(policy, name)
-    return spec.external if spec.external else f"{POLICIES_DIR}/{name}/model"
+    return spec.external if spec.external else f"{POLICY_DIR}/{name}/model"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from reappraisal.models.prompts import POLICY_SYSTEM_PROMPT, POLICY_USER_TEMPLATE
+from reappraisal.base_models.prompts import POLICY_SYSTEM_PROMPT, POLICY_USER_TEMPLATE
 
 #: System prompt and user turn, verbatim from the model card (``{scenario}`` is the vignette text).
 SYSTEM_PROMPT, USER_TEMPLATE = POLICY_SYSTEM_PROMPT, POLICY_USER_TEMPLATE

@@ -14,7 +14,7 @@ Several processes (``accelerate launch``): the ``GRPOConfig`` is built before
 anything else touches the distributed state, so every check sees every
 process; a batch layout the prompts cannot fill is refused before training.
 
-Outputs of arm ``<arm>``: ``results/policies/<arm>/model/`` (weights +
+Outputs of arm ``<arm>``: ``results/policy/<arm>/model/`` (weights +
 tokenizer), ``training_log.csv`` and ``health.json``. An external arm (a
 checkpoint trained elsewhere) gets the same three paths: ``model/EXTERNAL.json``
 pointing at the checkpoint, a log without rows and a ``health.json`` saying it
@@ -262,7 +262,7 @@ def judge_settings(arm: ArmSpec, params: Mapping[str, Any], *, rm_dirs, grm_dir)
     """Which judges an arm uses and their settings (schema defaults filled): what :func:`build_scorers` builds.
 
     Each judge runs with the settings it is evaluated with: the ensemble with
-    the ``reward_model`` section (``ensemble.*``, ``max_length``), the GRM
+    the ``reward`` section (``ensemble.*``, ``max_length``), the GRM
     with the ``grm`` section (``scorer_mode``, ``engine``, ``max_new_tokens``,
     ``batch_size``), its references being the median human train-split
     reappraisal on ``data.primary_dimension``.
@@ -271,7 +271,7 @@ def judge_settings(arm: ArmSpec, params: Mapping[str, Any], *, rm_dirs, grm_dir)
     if arm.weights.uses_rm:
         if not rm_dirs:
             raise PipelineInputError("the arm weights the reward-model ensemble but no --rm-dirs were given", where=arm.name)
-        rm_cfg = with_defaults("reward_model", params.get("reward_model"))
+        rm_cfg = with_defaults("reward", params.get("reward"))
         out["rm"] = {"dirs": [str(d) for d in rm_dirs], "max_length": rm_cfg["max_length"], **rm_cfg["ensemble"]}
     if arm.weights.uses_grm:
         if not grm_dir:
@@ -318,7 +318,7 @@ def cli_main(argv: Sequence[str]) -> int:
     ap.add_argument("--targets", help="for the GRM's reference reappraisals")
     ap.add_argument("--rm-dirs", nargs="*", default=[])
     ap.add_argument("--grm-dir", default=None)
-    ap.add_argument("--out-dir", required=True, help="results/policies/<arm>")
+    ap.add_argument("--out-dir", required=True, help="results/policy/<arm>")
     ap.add_argument("--params", default="{}")
     ap.add_argument("--rewards-log", default=None,
                     help="optional JSON lines: every committee call's global batch (answers, gate, scores, rewards)")

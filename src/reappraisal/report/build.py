@@ -287,7 +287,7 @@ def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Pat
         section["training"]["figures"].append({
             "id": "fig-training",
             "svg": charts.training_curves(logs, name="training", title="GRPO training health per arm"),
-            "caption": "Per optimizer step, as TRL logged it (results/policies/{arm}/training_log.csv).",
+            "caption": "Per optimizer step, as TRL logged it (results/policy/{arm}/training_log.csv).",
             "kind": "training",
         })
     health = []

@@ -1,16 +1,16 @@
 """Model cards (README.md) for every trained artifact, regenerated from artifacts and the claims ledger.
 
-One card each for the reward-model ensemble (``results/models/rm/README.md``),
-the GRM and each policy arm (``results/policies/{arm}/README.md``), in the
+One card each for the reward-model ensemble (``results/reward/README.md``),
+the GRM and each policy arm (``results/policy/{arm}/README.md``), in the
 shape of a published Hugging Face card: YAML front matter, what the model is,
 how it was trained, evaluation tables, the claims about it with their
 verdicts (retracted ones struck through with the reason), limitations and
 provenance (every file read, with its sha256). Every number is read from an
 artifact; the card computes nothing.
 
-The GRM's card cannot sit inside ``results/models/grm/``: that folder is the
+The GRM's card cannot sit inside ``results/grm/model/``: that folder is the
 training rule's directory output, and neither Snakemake nor DVC lets another
-stage write inside it. It is written beside it, to ``results/models/grm_card/``.
+stage write inside it. It is written beside it, to ``results/grm/``.
 """
 
 from __future__ import annotations
@@ -129,9 +129,9 @@ def ensemble_card(inp: CardInputs, seed_dirs: Sequence[Path]) -> str:
                       "n_train": m.get("n_train"), "n_val": m.get("n_val"), "base": m.get("base"), "config": m.get("config") or {}})
     ctx = _common(inp) | {
         "rm": rm, "ens": rm.get("ensemble") or {}, "per_seed": rm.get("per_seed") or {}, "seeds": seeds,
-        "base": seeds[0]["base"] if seeds else None, "tables": [t for n, t in inp.tables.items() if n.startswith(("reward_model", "rm"))],
+        "base": seeds[0]["base"] if seeds else None, "tables": [t for n, t in inp.tables.items() if n == "reward_models"],
         "claims": claims_about(inp.claims, names=("reward_model", "reward model", "ensemble", "RMv2", "rm"),
-                               paths=("results/metrics/reward_models.json", "results/models/rm")),
+                               paths=("results/reward/",)),
         "provenance": inp.provenance(("reward_models",), [Path(d) / "metrics.json" for d in seed_dirs]),
     }
     return _environment().get_template("card_ensemble.md.j2").render(**ctx)
@@ -144,9 +144,9 @@ def grm_card(inp: CardInputs, grm_dir: Path) -> str:
     models = grm.get("models") or {}
     ctx = _common(inp) | {
         "grm": grm, "models": models, "headline_model": grm.get("headline_model"), "grm_dir": str(grm_dir),
-        "cfg_grm": inp.cfg.get("grm") or {}, "base": (inp.cfg.get("models") or {}).get("grm_base"),
-        "tables": [t for n, t in inp.tables.items() if n.startswith("grm")],
-        "claims": claims_about(inp.claims, names=("grm", "GRM"), paths=("results/metrics/grm.json", "results/models/grm")),
+        "cfg_grm": inp.cfg.get("grm") or {}, "base": (inp.cfg.get("base_models") or {}).get("grm_base"),
+        "tables": [t for n, t in inp.tables.items() if n == "grm"],
+        "claims": claims_about(inp.claims, names=("grm", "GRM"), paths=("results/grm/",)),
         "provenance": inp.provenance(("grm",)),
     }
     return _environment().get_template("card_grm.md.j2").render(**ctx)
@@ -166,11 +166,11 @@ def policy_card(inp: CardInputs, arm: str) -> str:
               if n not in {"headline", "per_scenario"} and "arm" in t.frame.columns and _rows(t.frame, arm=arm)]
     ctx = _common(inp) | {
         "arm": arm, "weights": arms.get(arm) or {}, "policy": policy, "health": inp.health[arm],
-        "base": (inp.cfg.get("models") or {}).get("policy_base"), "first": first, "last": last,
+        "base": (inp.cfg.get("base_models") or {}).get("policy_base"), "first": first, "last": last,
         "n_logged": 0 if log is None else len(log), "headline": headline, "headline_caption": (inp.tables.get("headline").caption
                                                                                               if "headline" in inp.tables else None),
         "per_scenario": _rows(inp.frame("per_scenario"), arm=arm), "others": others,
-        "claims": claims_about(inp.claims, names=(arm,), paths=(f"results/policies/{arm}/",)),
+        "claims": claims_about(inp.claims, names=(arm,), paths=(f"results/policy/{arm}/",)),
         "warm_start": bool((policy.get("warm_start") or {}).get("enabled")),
         "provenance": inp.provenance(("policy_health", "training_log", "tables_index", "claims"), arm=arm),
     }

@@ -91,7 +91,7 @@ def read_csv(path: Path, columns: tuple[str, ...] = ()) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class SummaryTable:
-    """One entry of ``results/tables/index.json`` with its CSV read."""
+    """One entry of ``results/summary/tables/index.json`` with its CSV read."""
 
     name: str
     title: str

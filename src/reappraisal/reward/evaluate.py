@@ -2,7 +2,7 @@
 
 Held out = the validation split: human reappraisals never trained on, of the
 *same* scenarios as training. Figures (all written to
-``results/metrics/reward_models.json`` for the report):
+``results/reward/metrics.json`` for the report):
 
 * pairwise accuracy (ties 0.5) per seed, their mean (the model card's
   headline form) and for the ensemble score, each with a scenario-cluster t
@@ -167,7 +167,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     params = parse_params(a.params)
     data = params.get("data") or {}
-    rm = params.get("reward_model") or {}
+    rm = params.get("reward") or {}
     if not data.get("dimensions") or not data.get("primary_dimension"):
         raise ConfigError("data.dimensions and data.primary_dimension are required", where="--params")
     ens, ev = rm.get("ensemble") or {}, rm.get("evaluation") or {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from reappraisal.models.prompts import REWARD_PROMPT_TEMPLATE
+from reappraisal.base_models.prompts import REWARD_PROMPT_TEMPLATE
 
 #: Verbatim from the model card; ``{v}`` is the scenario, ``{r}`` the reappraisal.
 PROMPT_TEMPLATE = REWARD_PROMPT_TEMPLATE

@@ -54,7 +54,7 @@ log = logging.getLogger("reappraisal.reward.train")
 
 @dataclass(frozen=True)
 class RewardTrainConfig:
-    """Training settings: the ``reward_model`` config section; no defaults here (the schema has them).
+    """Training settings: the ``reward`` config section; no defaults here (the schema has them).
 
     Build it with :meth:`from_section`, which fills what a section leaves
     out from ``workflow/schemas/config.schema.yaml``.
@@ -81,8 +81,8 @@ class RewardTrainConfig:
 
     @classmethod
     def from_section(cls, section: Mapping[str, Any] | None) -> "RewardTrainConfig":
-        """The settings of a ``reward_model`` section, the schema's defaults filled in (validated)."""
-        full = with_defaults("reward_model", section)
+        """The settings of a ``reward`` section, the schema's defaults filled in (validated)."""
+        full = with_defaults("reward", section)
         return cls(**{f.name: full[f.name] for f in fields(cls)})
 
 
@@ -104,7 +104,7 @@ def load_base(base: str, n_labels: int, seed: int):
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, set_seed
 
-    from reappraisal.models.base import check_model_location
+    from reappraisal.base_models.base import check_model_location
 
     location = check_model_location(base, where="reward-model base")
     try:
@@ -202,7 +202,7 @@ def train_reward_model(
     if train_trunc:
         log.warning("%d of %d training prompts exceed max_length=%d and lose their end", train_trunc, len(train), cfg.max_length)
 
-    bf16 = use_bf16(cfg.bf16, where="config key 'reward_model.bf16'")
+    bf16 = use_bf16(cfg.bf16, where="config key 'reward.bf16'")
     spec = {
         "base": str(base),
         "seed": int(seed),
@@ -300,11 +300,11 @@ def train_reward_model(
 
 def cli_main(argv: Sequence[str] | None = None) -> int:
     """``reappraisal train-reward-model``: one seed, from the processed tables to a model directory."""
-    from reappraisal.models.base import read_manifest
+    from reappraisal.base_models.base import read_manifest
 
     p = argparse.ArgumentParser(prog="reappraisal train-reward-model", description=cli_main.__doc__)
-    p.add_argument("--base-model", required=True, help="hub id or local path (config models.reward_base)")
-    p.add_argument("--base-manifest", default=None, help="results/models/base/MANIFEST.json, cross-checked")
+    p.add_argument("--base-model", required=True, help="hub id or local path (config base_models.reward_base)")
+    p.add_argument("--base-manifest", default=None, help="results/base_models/MANIFEST.json, cross-checked")
     p.add_argument("--targets", required=True)
     p.add_argument("--vignettes", required=True)
     p.add_argument("--pairs", required=True)
@@ -314,10 +314,10 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     params = parse_params(a.params)
-    section = params.get("reward_model") or {}
+    section = params.get("reward") or {}
     seeds = section.get("seeds")
     if seeds is not None and a.seed not in seeds:
-        raise ConfigError(f"seed {a.seed} is not among reward_model.seeds {seeds}", where="--seed")
+        raise ConfigError(f"seed {a.seed} is not among reward.seeds {seeds}", where="--seed")
     dims = (params.get("data") or {}).get("dimensions")
     primary = (params.get("data") or {}).get("primary_dimension")
     if not dims or not primary:

@@ -46,7 +46,7 @@ from .intervals import (
     design_effect,
     wilson_interval,
 )
-from .judges import (
+from .verdict_diagnostics import (
     agreement_by_margin,
     cohens_kappa,
     first_slot_bias,

@@ -4,9 +4,9 @@ Each builder takes the parsed document (or ``None`` when the file is absent
 on this preset) and the artifact path(s) it came from, and returns a
 :class:`~reappraisal.summary.table.Table`; an absent or unusable document
 gives a ``not_computable`` table with the reason, never an exception.
-Shapes read: ``results/metrics/judge_calibration.json`` (calibrate_judge),
-``results/metrics/reward_models.json`` (evaluate_reward_models),
-``results/metrics/grm.json`` (evaluate_grm), ``results/policies/{arm}/
+Shapes read: ``results/evaluation/judge_calibration.json`` (calibrate_judge),
+``results/reward/metrics.json`` (evaluate_reward_models),
+``results/grm/metrics.json`` (evaluate_grm), ``results/policy/{arm}/
 health.json`` and ``training_log.csv`` (train_policy).
 """
 
@@ -57,7 +57,7 @@ def judge_calibration_table(doc: Mapping | None, source: str) -> Table:
     estimand = "share of clearly separated human pairs on which the judge picks the human-preferred answer"
     judges = _get(doc, "judges")
     if not isinstance(judges, Mapping) or not judges:
-        why = "results/metrics/judge_calibration.json absent" if doc is None else "it lists no judges"
+        why = "results/evaluation/judge_calibration.json absent" if doc is None else "it lists no judges"
         return not_computable("judge_calibration", title, caption, estimand, JUDGE_COLUMNS, why)
     decision = _get(doc, "decision", default={}) or {}
     selected = decision.get("selected", doc.get("selected", []))
@@ -125,7 +125,7 @@ def reward_models_table(doc: Mapping | None, source: str) -> Table:
     )
     estimand = "share of held-out human pairs ordered as humans order them (ties 0.5)"
     if not isinstance(doc, Mapping) or "ensemble" not in doc:
-        why = "results/metrics/reward_models.json absent" if doc is None else "it has no ensemble section"
+        why = "results/reward/metrics.json absent" if doc is None else "it has no ensemble section"
         return not_computable("reward_models", title, caption, estimand, RM_COLUMNS, why)
     rows = []
     for name, seed in (doc.get("per_seed") or {}).items():
@@ -167,7 +167,7 @@ def grm_table(doc: Mapping | None, source: str) -> Table:
     estimand = "share of judged orders that name the human-preferred reappraisal"
     models = _get(doc, "models")
     if not isinstance(models, Mapping) or not models:
-        why = "results/metrics/grm.json absent" if doc is None else "it lists no models"
+        why = "results/grm/metrics.json absent" if doc is None else "it lists no models"
         return not_computable("grm", title, caption, estimand, GRM_COLUMNS, why)
     rows = []
     for name, m in models.items():

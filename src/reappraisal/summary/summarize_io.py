@@ -1,11 +1,12 @@
 """The ``summarize`` command: contests, judgments and metrics in; tables and the claims ledger out.
 
 Reads, for every configured run (config ``evaluation.runs``, default
-[1, 2, 3]), ``<evals-dir>/run{run}/contests.parquet`` and
+[1, 2, 3]), ``<evaluation-dir>/run{run}/contests.parquet`` and
 ``judgments.parquet`` (the evaluation contract in docs/CONVENTIONS.md), the
-metrics JSONs (``judge_calibration.json``, ``reward_models.json``,
-``grm.json``; absent ones make their tables and claims not computable) and
-each arm's ``health.json`` / ``training_log.csv``. The contests are checked
+three metrics JSONs, each named by its own option (the judge calibration, the
+reward-model and the GRM metrics; absent ones make their tables and claims not
+computable) and each arm's ``<policy-dir>/<arm>/health.json`` /
+``training_log.csv``. The contests are checked
 against the judgments they were scored from (a stale or edited contests file
 is refused).
 
@@ -77,9 +78,9 @@ def _read_json(path: Path) -> Any:
         raise PipelineInputError(f"not valid JSON ({exc.msg}, line {exc.lineno})", where=str(path)) from None
 
 
-def load_run(run: int, evals_dir: Path, runs: Sequence[int]) -> tuple[pd.DataFrame, Path, Path]:
+def load_run(run: int, evaluation_dir: Path, runs: Sequence[int]) -> tuple[pd.DataFrame, Path, Path]:
     """One run's contests, validated against its judgments; returns (contests, contests path, judgments path)."""
-    folder = evals_dir / f"run{run}"
+    folder = evaluation_dir / f"run{run}"
     contests_path, judgments_path = folder / "contests.parquet", folder / "judgments.parquet"
     where_runs = f"(config evaluation.runs = {list(runs)})"
     contests = _read_parquet(contests_path, f"the contests table of evaluation run {run} {where_runs}")
@@ -177,7 +178,12 @@ def _yaml_dates_as_text(value):
     return value
 
 
-def summarize(*, evals_dir: Path, metrics_dir: Path, policies_dir: Path, claims_file: Path, params: Mapping,
+#: The metrics files summarize reads, by the name of the table each feeds.
+METRICS = ("judge_calibration", "reward_models", "grm")
+
+
+def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy_dir: Path, claims_file: Path,
+              params: Mapping,
               root: Path) -> tuple[dict[str, Table], dict]:
     """Compute every table and the claims ledger (nothing written)."""
     s, runs = settings_from_params(params)
@@ -186,7 +192,7 @@ def summarize(*, evals_dir: Path, metrics_dir: Path, policies_dir: Path, claims_
                                  where="config summary.headline_arm")
     frames, sources_by_run = [], {}
     for run in runs:
-        frame, contests_path, judgments_path = load_run(run, evals_dir, runs)
+        frame, contests_path, judgments_path = load_run(run, evaluation_dir, runs)
         frames.append(frame)
         sources_by_run[run] = (_rel(contests_path, root), _rel(judgments_path, root))
     contests = pd.concat(frames, ignore_index=True)
@@ -196,13 +202,13 @@ def summarize(*, evals_dir: Path, metrics_dir: Path, policies_dir: Path, claims_
                                  where="config evaluation.headline_judge")
 
     metrics = {}
-    for name in ("judge_calibration", "reward_models", "grm"):
-        path = metrics_dir / f"{name}.json"
+    for name in METRICS:
+        path = Path(metrics_files[name])
         metrics[name] = (_read_json(path), _rel(path, root))
     health, logs, arm_sources = {}, {}, {}
     for arm in s.arms:
-        health_path = policies_dir / arm / "health.json"
-        log_path = policies_dir / arm / "training_log.csv"
+        health_path = policy_dir / arm / "health.json"
+        log_path = policy_dir / arm / "training_log.csv"
         health[arm] = _read_json(health_path)
         arm_sources[arm] = [_rel(health_path, root)] if health[arm] is not None else []
         if log_path.is_file():
@@ -214,7 +220,7 @@ def summarize(*, evals_dir: Path, metrics_dir: Path, policies_dir: Path, claims_
             arm_sources[arm].append(_rel(log_path, root))
     tables = build_tables(contests, s, sources_by_run, metrics, health, logs, arm_sources)
     # a metrics-derived table cites its file only when the file exists
-    for name in ("judge_calibration", "reward_models", "grm"):
+    for name in METRICS:
         if metrics[name][0] is None:
             tables[name].sources = [()] * len(tables[name].frame)
 
@@ -281,19 +287,23 @@ def write_outputs(tables: Mapping[str, Table], ledger: dict, out_tables: Path, o
 
 def cli_main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="reappraisal summarize", description=__doc__.splitlines()[0])
-    ap.add_argument("--evals-dir", default="results/evals", help="folder holding run{run}/contests.parquet")
-    ap.add_argument("--metrics-dir", default="results/metrics")
-    ap.add_argument("--policies-dir", default="results/policies")
-    ap.add_argument("--claims", default="claims.yaml", help="the claims ledger")
-    ap.add_argument("--out-tables", default="results/tables")
-    ap.add_argument("--out-claims", default="results/claims.json")
+    ap.add_argument("--evaluation-dir", required=True, help="folder holding run{run}/contests.parquet")
+    ap.add_argument("--judge-calibration", required=True, help="calibrate_judge's JSON")
+    ap.add_argument("--reward-metrics", required=True, help="evaluate_reward_models' JSON")
+    ap.add_argument("--grm-metrics", required=True, help="evaluate_grm's JSON")
+    ap.add_argument("--policy-dir", required=True, help="folder holding <arm>/health.json and training_log.csv")
+    ap.add_argument("--claims", required=True, help="the claims ledger")
+    ap.add_argument("--out-tables", required=True)
+    ap.add_argument("--out-claims", required=True)
     ap.add_argument("--root", default=".", help="repository root: lineage paths are relative to it")
     ap.add_argument("--params", default=None, help="JSON with sections summary, evaluation, policy, seed, preset")
     ns = ap.parse_args(argv)
     params = parse_params(ns.params)
     root = Path(ns.root)
-    tables, ledger = summarize(evals_dir=Path(ns.evals_dir), metrics_dir=Path(ns.metrics_dir),
-                               policies_dir=Path(ns.policies_dir), claims_file=Path(ns.claims), params=params,
+    metrics_files = {"judge_calibration": Path(ns.judge_calibration), "reward_models": Path(ns.reward_metrics),
+                     "grm": Path(ns.grm_metrics)}
+    tables, ledger = summarize(evaluation_dir=Path(ns.evaluation_dir), metrics_files=metrics_files,
+                               policy_dir=Path(ns.policy_dir), claims_file=Path(ns.claims), params=params,
                                root=root)
     write_outputs(tables, ledger, Path(ns.out_tables), Path(ns.out_claims), root)
     head = tables["headline"].frame

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reappraisal.models.tiny import train_tokenizer
+from reappraisal.base_models.tiny import train_tokenizer
 
 
 def test_think_tags_are_single_tokens_that_survive_skip_special_tokens():

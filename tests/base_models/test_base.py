@@ -11,8 +11,8 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
 
 from reappraisal.errors import ConfigError, PipelineInputError
-from reappraisal.models.base import ROLES, check_model_location, prepare_base_models, read_manifest, tokenizer_corpus
-from reappraisal.models.tiny import TinyArchitecture, save_tiny_model, train_tokenizer
+from reappraisal.base_models.base import ROLES, check_model_location, prepare_base_models, read_manifest, tokenizer_corpus
+from reappraisal.base_models.tiny import TinyArchitecture, save_tiny_model, train_tokenizer
 
 from tests.reward.toy import make_toy_tables
 
@@ -93,7 +93,7 @@ def test_tiny_source_requires_the_configured_paths_to_be_its_outputs(tmp_path):
     targets, vignettes, _ = make_toy_tables()
     cfg = _tiny_cfg(tmp_path)
     cfg["reward_base"] = "Qwen/Qwen3-1.7B"
-    with pytest.raises(ConfigError, match="models.reward_base"):
+    with pytest.raises(ConfigError, match="base_models.reward_base"):
         prepare_base_models(cfg, {r: tmp_path / r for r in ROLES}, targets=targets, vignettes=vignettes)
     cfg = _tiny_cfg(tmp_path)
     cfg["tiny"]["seeds"] = {"reward": 1, "grm": 1, "policy": 3, "judge": 4}
@@ -152,7 +152,7 @@ def test_check_model_location(tmp_path, local_checkpoint):
     with pytest.raises(PipelineInputError, match="no config.json"):
         check_model_location(tmp_path / "empty", where="x")
     with pytest.raises(PipelineInputError, match="does not exist"):
-        check_model_location("results/models/base/nope", where="x")
+        check_model_location("results/base_models/nope", where="x")
 
 
 def test_cli_writes_manifest(tmp_path):
@@ -162,7 +162,7 @@ def test_cli_writes_manifest(tmp_path):
     targets.to_parquet(tmp_path / "t.parquet")
     vignettes.to_parquet(tmp_path / "v.parquet")
     root = tmp_path / "base"
-    params = {"models": _tiny_cfg(root), "seed": 1, "preset": "demo"}
+    params = {"base_models": _tiny_cfg(root), "seed": 1, "preset": "demo"}
     rc = main(["prepare-base-models", "--out-root", str(root), "--manifest", str(root / "MANIFEST.json"),
                "--targets", str(tmp_path / "t.parquet"), "--vignettes", str(tmp_path / "v.parquet"),
                "--params", json.dumps(params)])
@@ -173,7 +173,7 @@ def test_cli_writes_manifest(tmp_path):
 def test_cli_bad_input_exits_2(tmp_path, capsys):
     from reappraisal.cli import main
 
-    params = {"models": _tiny_cfg(tmp_path / "base"), "seed": 1, "preset": "demo"}
+    params = {"base_models": _tiny_cfg(tmp_path / "base"), "seed": 1, "preset": "demo"}
     rc = main(["prepare-base-models", "--out-root", str(tmp_path / "base"), "--manifest", str(tmp_path / "M.json"),
                "--targets", str(tmp_path / "missing.parquet"), "--vignettes", str(tmp_path / "missing.parquet"),
                "--params", json.dumps(params)])

@@ -1,4 +1,4 @@
-"""Judge diagnostics: position bias and agreement with human preferences.
+"""Diagnostics of a pairwise verdict-giver (the evaluation judge or the GRM): position bias, agreement with humans.
 
 A *pair* is one contest (two answers, one scenario) judged by one judge in
 one run in both orders; the ``model`` column names the answer that sits in

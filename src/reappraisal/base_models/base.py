@@ -5,11 +5,11 @@ judge to be trained), ``policy`` (GRPO policy) and ``judge`` (evaluation
 judge). Config ``models.<role>_base`` names each as a hub id or a local
 path, which every later stage passes to ``from_pretrained``.
 
-* ``models.source: tiny`` (demo): train one byte-level BPE tokenizer on the
+* ``base_models.source: tiny`` (demo): train one byte-level BPE tokenizer on the
   corpus (train+val human reappraisals, train-pool scenarios, the fixed prompt
   texts) and save a random-init tiny Qwen3 causal LM per role (distinct
   seeds) with it into the role's directory, via ``save_pretrained``.
-* ``models.source: pretrained`` (paper): check that each role resolves —
+* ``base_models.source: pretrained`` (paper): check that each role resolves —
   a local path must exist; a hub id must be reachable or cached — and that
   its ``config.json`` has the expected ``model_type``; record the result in
   the role's directory (``SOURCE.json``) and fail before any GPU job starts.
@@ -35,7 +35,7 @@ from reappraisal.errors import ConfigError, DataValidationError, PipelineInputEr
 from .prompts import template_texts
 from .tiny import CHAT_TEMPLATE, TinyArchitecture, build_causal_lm, train_tokenizer
 
-log = logging.getLogger("reappraisal.models.base")
+log = logging.getLogger("reappraisal.base_models.base")
 
 ROLES = ("reward", "grm", "policy", "judge")
 
@@ -169,7 +169,7 @@ def verify_pretrained(role: str, location: str, expected_model_type: str | None)
     """
     from transformers import AutoConfig, AutoTokenizer
 
-    where = f"config key 'models.{role}_base'"
+    where = f"config key 'base_models.{role}_base'"
     location = check_model_location(location, where=where)
     try:
         config = AutoConfig.from_pretrained(location)
@@ -215,22 +215,22 @@ def prepare_base_models(
     source = models_cfg.get("source")
     missing_roles = [r for r in ROLES if f"{r}_base" not in models_cfg]
     if missing_roles:
-        raise ConfigError(f"no base model configured for role(s) {missing_roles}", where="config key 'models'")
+        raise ConfigError(f"no base model configured for role(s) {missing_roles}", where="config key 'base_models'")
     if source == "tiny":
         for role, out in role_dirs.items():
             configured = Path(str(models_cfg[f"{role}_base"]))
             if configured.resolve() != Path(out).resolve():
                 raise ConfigError(
-                    f"with models.source 'tiny' it must be the directory this stage writes ({out}), "
+                    f"with base_models.source 'tiny' it must be the directory this stage writes ({out}), "
                     f"got {configured}",
-                    where=f"config key 'models.{role}_base'",
+                    where=f"config key 'base_models.{role}_base'",
                 )
         if targets is None or vignettes is None:
             raise PipelineInputError("the tiny models need targets and vignettes to train a tokenizer", where="prepare_base_models")
         tiny = dict(models_cfg.get("tiny") or {})
         seeds = {r: int(global_seed) + int((tiny.get("seeds") or {}).get(r, i + 1)) for i, r in enumerate(ROLES)}
         if len(set(seeds.values())) != len(seeds):
-            raise ConfigError(f"roles must have distinct seeds, got {seeds}", where="config key 'models.tiny.seeds'")
+            raise ConfigError(f"roles must have distinct seeds, got {seeds}", where="config key 'base_models.tiny.seeds'")
         arch_fields = TinyArchitecture.__dataclass_fields__
         shared = {k: v for k, v in tiny.items() if k in arch_fields}
         overrides = tiny.get("role_overrides") or {}
@@ -251,7 +251,7 @@ def prepare_base_models(
             log.info("verified %s base %s (%s, %d parameters)", role, entry["location"], entry["model_type"], entry["n_parameters"])
         corpus = None
     else:
-        raise ConfigError(f"unknown source {source!r} (tiny or pretrained)", where="config key 'models.source'")
+        raise ConfigError(f"unknown source {source!r} (tiny or pretrained)", where="config key 'base_models.source'")
     return {"source": source, "roles": roles, "tokenizer_corpus": corpus}
 
 
@@ -268,9 +268,9 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     params = parse_params(a.params)
-    models_cfg = params.get("models")
+    models_cfg = params.get("base_models")
     if not models_cfg:
-        raise ConfigError("the 'models' section is missing", where="--params")
+        raise ConfigError("the 'base_models' section is missing", where="--params")
     targets = vignettes = None
     if models_cfg.get("source") == "tiny":
         for path in (a.targets, a.vignettes):

@@ -1,0 +1,93 @@
+"""One name per stage: package, rule file, config section and results folder agree.
+
+A stage's name is the name of its subpackage of ``reappraisal``, of its rule
+file ``workflow/rules/<stage>.smk``, of its config section and of its
+results folder ``results/<stage>/`` (where every output of its rules lies).
+The exceptions are few and listed here: the data stage writes its tables to
+``data/`` (with its checks in ``results/data/``), the data stage's rules each
+have a section of their own, the report has no settings, and the model cards
+(a report output) are written beside the models they describe.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from reappraisal.workflow_dvc import snakemake_jobs
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "src" / "reappraisal"
+
+#: The stages, in the order they run.
+STAGES = ["data", "base_models", "reward", "grm", "policy", "evaluation", "summary", "report"]
+#: Config sections of the data stage's rules besides ``data`` itself.
+DATA_RULE_SECTIONS = {"normalize", "split", "leakage"}
+#: Top-level config keys that are not a stage's section.
+GLOBAL_KEYS = {"preset", "seed", "presets"}
+#: Subpackages of the core layer (tests/test_import_layers.py), not stages.
+CORE_PACKAGES = {"stats"}
+
+
+def _stage_folders(stage: str) -> tuple[str, ...]:
+    if stage == "data":
+        return ("data/", "results/data/")
+    if stage == "report":
+        return ("results/report.html",)
+    return (f"results/{stage}/",)
+
+
+def _model_card(path: str) -> bool:
+    """The model cards: README.md beside the ensemble, the GRM and each arm's policy."""
+    parts = Path(path).parts
+    return parts[-1] == "README.md" and parts[:2] in {("results", "reward"), ("results", "grm"), ("results", "policy")}
+
+
+def _rule_file_rules() -> dict[str, set[str]]:
+    out = {}
+    for smk in sorted((REPO / "workflow" / "rules").glob("*.smk")):
+        if smk.stem != "common":
+            out[smk.stem] = {line.split()[1].rstrip(":") for line in smk.read_text().splitlines()
+                             if line.startswith("rule ")}
+    return out
+
+
+def test_packages_and_rule_files_are_the_stages():
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()} - CORE_PACKAGES
+    assert packages == set(STAGES)
+    assert set(_rule_file_rules()) == set(STAGES)
+
+
+def test_config_sections_are_named_after_stages():
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    sections = set(schema["properties"]) - GLOBAL_KEYS - DATA_RULE_SECTIONS
+    assert sections == set(STAGES) - {"report"}
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    used = set(config) | {k for preset in config["presets"].values() for k in preset}
+    assert used - GLOBAL_KEYS - DATA_RULE_SECTIONS <= sections
+
+
+@pytest.fixture(scope="module")
+def jobs():
+    return snakemake_jobs(REPO)
+
+
+def test_every_output_lies_in_its_stage_folder(jobs):
+    misplaced = []
+    for stage, rules in _rule_file_rules().items():
+        for rule in rules & set(jobs):
+            for out in jobs[rule]["outputs"]:
+                if not (out.startswith(_stage_folders(stage)) or stage == "report" and _model_card(out)):
+                    misplaced.append(f"{stage}.smk rule {rule}: {out}")
+    assert not misplaced, "outputs outside their stage's folder:\n" + "\n".join(sorted(misplaced))
+    assert all(any(r in jobs for r in rules) for rules in _rule_file_rules().values())
+
+
+def test_judge_names_the_evaluation_judge_only():
+    """"judge" in a module, rule or results path belongs to the evaluation stage."""
+    modules = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*judge*.py")]
+    assert modules and all(m.startswith("evaluation/") for m in modules), modules
+    rules = {r for stage, rs in _rule_file_rules().items() for r in rs if "judge" in r and stage != "evaluation"}
+    assert not rules

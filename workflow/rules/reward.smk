@@ -1,0 +1,50 @@
+# The regression reward-model ensemble (RMv2 recipe): train_reward_model (one
+# job per seed) -> evaluate_reward_models.
+
+
+rule train_reward_model:
+    input:
+        base_manifest="results/base_models/MANIFEST.json",
+        targets="data/processed/targets.parquet",
+        pairs="data/processed/pairs.parquet",
+        vignettes="data/interim/vignettes.parquet",
+    output:
+        model=directory("results/reward/seed{seed}"),
+    params:
+        cfg=lambda w: section_file("data", "reward"),
+        base=lambda w: config["base_models"]["reward_base"],
+    resources:
+        gpu=1,
+    log:
+        "logs/train_reward_model/seed{seed}.log",
+    conda:
+        "../../envs/train.yaml"
+    shell:
+        "python -m reappraisal train-reward-model --base-model {params.base:q} --base-manifest {input.base_manifest}"
+        " --targets {input.targets} --vignettes {input.vignettes} --pairs {input.pairs}"
+        " --seed {wildcards.seed} --out {output.model} --params {params.cfg:q} 2>&1 | tee {log}"
+
+
+rule evaluate_reward_models:
+    input:
+        models=expand("results/reward/seed{seed}", seed=REWARD_SEEDS),
+        targets="data/processed/targets.parquet",
+        pairs="data/processed/pairs.parquet",
+        vignettes="data/interim/vignettes.parquet",
+    output:
+        metrics="results/reward/metrics.json",
+    params:
+        cfg=lambda w: section_file("data", "reward"),
+    resources:
+        gpu=1,
+    log:
+        "logs/evaluate_reward_models.log",
+    conda:
+        "../../envs/train.yaml"
+    shell:
+        "python -m reappraisal evaluate-reward-models --models {input.models} --targets {input.targets}"
+        " --vignettes {input.vignettes} --pairs {input.pairs} --out {output.metrics}"
+        " --params {params.cfg:q} 2>&1 | tee {log}"
+
+
+REPORT_INPUTS["reward_models"] = "results/reward/metrics.json"
