@@ -29,12 +29,13 @@ rule ingest:
         checks="results/data/ingest.json",
     params:
         cfg=lambda w: section_file("data"),
+        out_dir=lambda w, output: os.path.dirname(output.vignettes),
     log:
         "logs/ingest.log",
     conda:
         "../../envs/data.yaml"
     shell:
-        "python -m reappraisal ingest --raw-dir {input.files} --out-dir data/interim --checks {output.checks}"
+        "python -m reappraisal ingest --raw-dir {input.files} --out-dir {params.out_dir} --checks {output.checks}"
         " --params {params.cfg:q} 2>&1 | tee {log}"
 
 
