@@ -31,6 +31,7 @@ from typing import Any, Mapping, Sequence
 from reappraisal.atomic import atomic_dir, write_json
 from reappraisal.params import parse_params
 from reappraisal.errors import ConfigError, DataValidationError, PipelineInputError
+from reappraisal.tables import read_table
 
 from .prompts import template_texts
 from .tiny import CHAT_TEMPLATE, TinyArchitecture, build_causal_lm, train_tokenizer
@@ -257,8 +258,6 @@ def prepare_base_models(
 
 def cli_main(argv: Sequence[str] | None = None) -> int:
     """``reappraisal prepare-base-models``: build or verify the base model of every role."""
-    import pandas as pd
-
     p = argparse.ArgumentParser(prog="reappraisal prepare-base-models", description=cli_main.__doc__)
     p.add_argument("--out-root", required=True, help="folder holding one directory per role")
     p.add_argument("--manifest", required=True)
@@ -273,10 +272,10 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         raise ConfigError("the 'base_models' section is missing", where="--params")
     targets = vignettes = None
     if models_cfg.get("source") == "tiny":
-        for path in (a.targets, a.vignettes):
-            if not path or not Path(path).exists():
-                raise PipelineInputError("input table not found", where=str(path))
-        targets, vignettes = pd.read_parquet(a.targets), pd.read_parquet(a.vignettes)
+        for name, path in (("--targets", a.targets), ("--vignettes", a.vignettes)):
+            if not path:
+                raise PipelineInputError("the tiny source needs this input table", where=name)
+        targets, vignettes = read_table(a.targets), read_table(a.vignettes)
     role_dirs = {r: Path(a.out_root) / r for r in ROLES}
     manifest = prepare_base_models(models_cfg, role_dirs, targets=targets, vignettes=vignettes, global_seed=int(params.get("seed", 0)))
     manifest["preset"] = params.get("preset")

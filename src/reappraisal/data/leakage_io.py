@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..atomic import write_json
 from ..params import parse_params
+from ..tables import read_table
 from ..errors import LeakageError
 from .leakage import find_overlaps
 
@@ -50,7 +51,7 @@ def cli_main(argv: Sequence[str]) -> int:
         ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args(argv)
     cfg = parse_params(args.params)["leakage"]
-    report = run_checks(pd.read_parquet(args.targets), pd.read_parquet(args.vignettes), cfg["ngram"], cfg["max_shared_ngrams"])
+    report = run_checks(read_table(args.targets), read_table(args.vignettes), cfg["ngram"], cfg["max_shared_ngrams"])
     out = Path(args.out)
     failed = out.with_name("leakage_failed.json")
     if not report["ok"]:

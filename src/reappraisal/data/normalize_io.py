@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-import pandas as pd
-
 from ..atomic import write_json, write_parquet
 from ..params import parse_params
+from ..tables import read_table
 from ..errors import DataValidationError
 from .normalize import zscore_ratings
 
@@ -21,7 +20,7 @@ def cli_main(argv: Sequence[str]) -> int:
     ap.add_argument("--params", required=True, help="JSON with the `data` and `normalize` sections")
     args = ap.parse_args(argv)
     cfg = parse_params(args.params)["normalize"]
-    ratings = pd.read_parquet(args.ratings)
+    ratings = read_table(args.ratings)
     if ratings.empty:
         raise DataValidationError("no ratings", where=args.ratings)
     z, summary = zscore_ratings(

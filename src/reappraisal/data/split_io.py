@@ -6,10 +6,9 @@ import argparse
 import sys
 from typing import Sequence
 
-import pandas as pd
-
 from ..atomic import atomic_path, write_json
 from ..params import parse_params
+from ..tables import read_table
 from ..errors import DataValidationError
 from .split import assign_splits, build_pairs, build_targets, split_summary
 
@@ -21,8 +20,8 @@ def cli_main(argv: Sequence[str]) -> int:
     args = ap.parse_args(argv)
     cfg = parse_params(args.params)
     data_cfg, split_cfg = cfg["data"], cfg["split"]
-    vignettes = pd.read_parquet(args.vignettes)
-    targets = build_targets(pd.read_parquet(args.reappraisals), pd.read_parquet(args.ratings_z), data_cfg["dimensions"])
+    vignettes = read_table(args.vignettes)
+    targets = build_targets(read_table(args.reappraisals), read_table(args.ratings_z), data_cfg["dimensions"])
     train_pool = sorted(vignettes.loc[vignettes["pool"] == "train", "vignette_id"])
     if not train_pool:
         raise DataValidationError("no scenario has pool 'train'", where=args.vignettes)

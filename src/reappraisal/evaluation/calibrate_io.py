@@ -23,6 +23,7 @@ import pandas as pd
 from ..atomic import write_json, write_parquet
 from ..errors import ConfigError, PipelineInputError
 from ..params import parse_params
+from ..tables import read_table
 from .backends import make_backend
 from .cache import ReplyCache, model_fingerprint
 from .calibration import decide, judge_calibration
@@ -76,7 +77,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args(argv)
     params = parse_params(args.params)
-    report, judgments = calibrate(pd.read_parquet(args.targets), pd.read_parquet(args.vignettes), params,
+    report, judgments = calibrate(read_table(args.targets), read_table(args.vignettes), params,
                                   cache_dir=Path(args.cache_dir))
     out = Path(args.out)
     failed = out.with_name(out.stem + "_failed.json")

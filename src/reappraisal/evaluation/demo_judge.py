@@ -30,6 +30,7 @@ import pandas as pd
 from ..atomic import atomic_dir
 from ..errors import PipelineInputError
 from ..params import parse_params
+from ..tables import read_table
 from ..training import (
     checkpointing_args,
     export_model,
@@ -156,7 +157,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ev = params["evaluation"]
     cfg = {**ev["demo_judge"], "judge_train_fraction": ev["calibration"]["judge_train_fraction"]}
     spec = load_judge(args.judge, ev.get("judges_dir") or JUDGES_DIR)
-    summary = train_demo_judge(args.base_dir, pd.read_parquet(args.targets), pd.read_parquet(args.vignettes), spec,
+    summary = train_demo_judge(args.base_dir, read_table(args.targets), read_table(args.vignettes), spec,
                                cfg=cfg, dimension=params["data"]["primary_dimension"], seed=int(params["seed"]),
                                out_dir=Path(args.out))
     print(f"train_demo_judge: {summary['examples']} examples ({summary['pairs']} pairs), {summary['steps']} steps, "

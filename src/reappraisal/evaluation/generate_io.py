@@ -19,6 +19,8 @@ import pandas as pd
 
 from ..atomic import write_parquet
 from ..params import parse_params
+from ..tables import read_table
+from ..training import set_cpu_threads
 from ..policy.answer import extract_answer
 from ..policy.arms import resolve_model_dir
 from ..policy.committee import FormatGate
@@ -67,12 +69,10 @@ def generate_answers(system: str, run: int, model_dir: str, vignettes: pd.DataFr
     if gen["backend"] == "vllm":
         completions = generate_vllm(model_dir, conversations, decoding, seed=seed, engine_kwargs=gen.get("vllm"))
     else:
-        import torch
         from tqdm.auto import tqdm
 
-        if gen.get("cpu_threads"):
-            torch.set_num_threads(int(gen["cpu_threads"]))
         model, tokenizer = load_generator(model_dir)
+        set_cpu_threads(gen.get("cpu_threads"), use_cpu=model.device.type == "cpu")
         prompts = render_prompts(tokenizer, conversations)
         with tqdm(total=len(prompts), desc=f"generate {system} run {run}", unit="answer", mininterval=2.0) as bar:
             completions = generate_hf(model, tokenizer, prompts, decoding, batch_size=int(gen["batch_size"]),
@@ -88,7 +88,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     params = parse_params(args.params)
     model_dir = resolve_model_dir(args.model) if Path(args.model).is_dir() else args.model
-    table = generate_answers(args.system, int(args.run), model_dir, pd.read_parquet(args.vignettes), params)
+    table = generate_answers(args.system, int(args.run), model_dir, read_table(args.vignettes), params)
     write_parquet(table, args.out)
     print(f"generate_answers {args.system} run {args.run}: {len(table)} answers "
           f"({int(table['empty'].sum())} empty, {int(table['too_long'].sum())} too long, "

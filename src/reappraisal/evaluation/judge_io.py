@@ -23,6 +23,7 @@ import pandas as pd
 from ..atomic import write_parquet
 from ..errors import PipelineInputError
 from ..params import parse_params
+from ..tables import read_table
 from ..stats import pair_orders, score_contests
 from ..stats.contests import CONTEST_KEYS
 from .backends import make_backend
@@ -136,13 +137,13 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     params = parse_params(args.params)
     run = int(args.run)
     check_calibrated(params["evaluation"]["judges"], json.loads(Path(args.calibration).read_text()))
-    vignettes = pd.read_parquet(args.vignettes)
+    vignettes = read_table(args.vignettes)
     gen_dir = Path(args.generations_dir)
     missing = [n for n in systems(params) if not (gen_dir / f"{n}.parquet").is_file()]
     if missing:
         raise PipelineInputError(f"no generations for {missing}", where=str(gen_dir))
-    generations = {n: pd.read_parquet(gen_dir / f"{n}.parquet") for n in systems(params)}
-    contests = run_contests(run, generations, pd.read_parquet(args.targets), vignettes, params)
+    generations = {n: read_table(gen_dir / f"{n}.parquet") for n in systems(params)}
+    contests = run_contests(run, generations, read_table(args.targets), vignettes, params)
     scenarios = dict(zip(vignettes["vignette_id"].astype(str), vignettes["text"].astype(str)))
     judgments = judge_run(run, contests, scenarios, params, cache_dir=Path(args.cache_dir), rm_dirs=args.rm_dirs,
                           grm_dir=args.grm_dir)

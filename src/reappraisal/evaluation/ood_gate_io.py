@@ -12,11 +12,10 @@ import argparse
 from pathlib import Path
 from typing import Sequence
 
-import pandas as pd
-
 from ..atomic import write_json
 from ..errors import LeakageError
 from ..params import parse_params
+from ..tables import read_table
 from .ood_gate import ood_disjointness
 
 
@@ -26,7 +25,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args(argv)
     cfg = parse_params(args.params)["evaluation"]["ood"]
-    report = ood_disjointness(pd.read_parquet(args.vignettes), pd.read_parquet(args.targets), n=int(cfg["ngram"]),
+    report = ood_disjointness(read_table(args.vignettes), read_table(args.targets), n=int(cfg["ngram"]),
                               allow_short=bool(cfg["allow_short"]))
     out = Path(args.out)
     failed = out.with_name(out.stem + "_failed.json")
