@@ -1,8 +1,9 @@
 """Batched text generation for evaluation: policy answers and local judge replies.
 
 :func:`generate_hf` runs a transformers causal LM over many chat prompts in
-padded batches (left padding; prompts sorted by length so a batch wastes
-little padding; the caller's order restored), greedy or sampled. Each output
+padded batches (:func:`reappraisal.batched_generation.generate_token_ids`:
+left padding; prompts sorted by length so a batch wastes little padding; the
+caller's order restored), greedy or sampled. Each output
 keeps what the evaluation tables need: the decoded text (``</think>`` kept,
 end-of-turn and padding markers removed, as in training), the finish reason
 (``stop`` when the model ended its turn, ``length`` when it hit
@@ -21,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
+from ..batched_generation import generate_token_ids
 from ..policy.answer import decode_completions
 
 
@@ -59,57 +61,15 @@ def load_generator(model_dir: str, device=None):
     return load_causal_lm(model_dir, device)
 
 
-def _stop_ids(model, tokenizer) -> set[int]:
-    eos = model.generation_config.eos_token_id
-    if eos is None:
-        eos = tokenizer.eos_token_id
-    ids = set(eos if isinstance(eos, (list, tuple)) else [eos])
-    return {int(i) for i in ids if i is not None}
-
-
 def generate_hf(model, tokenizer, prompts: Sequence[str], decoding: Decoding, *, batch_size: int, seed: int = 0,
                 progress: Callable[[int], None] | None = None) -> list[Completion]:
     """Completions of ``prompts`` (already rendered), batched and length-sorted (see module doc)."""
-    import torch
-    from transformers import GenerationConfig
-
-    if not prompts:
-        return []
-    tokenizer.padding_side = "left"
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    stop = _stop_ids(model, tokenizer)
-    config = GenerationConfig(
-        do_sample=decoding.sample,
-        temperature=decoding.temperature if decoding.sample else None,
-        top_p=decoding.top_p if decoding.sample else None,
-        top_k=0 if decoding.sample else None,
-        max_new_tokens=decoding.max_new_tokens,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=sorted(stop),
-    )
-    encoded = tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
-    order = sorted(range(len(prompts)), key=lambda i: -len(encoded[i]))
-    out: list[Completion | None] = [None] * len(prompts)
-    for b, start in enumerate(range(0, len(order), batch_size)):
-        idx = order[start:start + batch_size]
-        batch = tokenizer.pad({"input_ids": [encoded[i] for i in idx]}, padding=True, return_tensors="pt")
-        batch = {k: v.to(model.device) for k, v in batch.items()}
-        if decoding.sample:
-            torch.manual_seed(int(seed) + b)
-        with torch.inference_mode():
-            generated = model.generate(**batch, generation_config=config)
-        new = generated[:, batch["input_ids"].shape[1]:].tolist()
-        kept = []
-        for row in new:
-            ended = next((j for j, t in enumerate(row) if t in stop), None)
-            kept.append((row[: ended + 1] if ended is not None else row, ended is not None))
-        texts = decode_completions(tokenizer, [ids for ids, _ in kept])
-        for i, (ids, ended), text in zip(idx, kept, texts):
-            out[i] = Completion(text, "stop" if ended else "length", len(encoded[i]), len(ids))
-        if progress is not None:
-            progress(len(idx))
-    return [c for c in out if c is not None]
+    generated = generate_token_ids(model, tokenizer, prompts, max_new_tokens=decoding.max_new_tokens,
+                                   batch_size=batch_size, temperature=decoding.temperature, top_p=decoding.top_p,
+                                   seed=seed, progress=progress)
+    texts = decode_completions(tokenizer, [g.ids for g in generated])
+    return [Completion(text, "stop" if g.stopped else "length", g.prompt_tokens, len(g.ids))
+            for g, text in zip(generated, texts)]
 
 
 def vllm_sampling_kwargs(decoding: Decoding, seed: int) -> dict:

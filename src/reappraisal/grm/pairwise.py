@@ -3,8 +3,9 @@
 :class:`PairwiseModel` wraps a ``from_pretrained`` checkpoint (the GRM, or any chat
 causal LM) and answers lists of (scenario, slot A, slot B) prompts:
 
-* ``generate`` mode: all prompts in padded batches of ``batch_size`` (left
-  padding, longest first to waste little padding), greedy decoding, at most
+* ``generate`` mode: all prompts in padded batches of ``batch_size``
+  (:func:`reappraisal.batched_generation.generate_token_ids`: left padding,
+  longest first to waste little padding), greedy decoding, at most
   ``max_new_tokens`` new tokens; the verdict is parsed from each reply
   (:func:`reappraisal.grm.verdict.parse_verdict`). With ``engine="vllm"`` the
   same prompts go through vLLM's offline ``LLM.generate`` (temperature 0).
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+
+from reappraisal.batched_generation import generate_token_ids, prepare_for_batches
 
 from .prompts import answer_prefix, completion_style, judge_prompt
 from .verdict import A, B, parse_verdict
@@ -56,9 +59,7 @@ def load_causal_lm(model_dir: str | Path, device=None):
     device = torch.device(device) if device is not None else default_device()
     dtype = torch.float32 if device.type == "cpu" else torch.bfloat16
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    tokenizer.padding_side = "left"
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    prepare_for_batches(tokenizer)
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype).to(device)
     model.eval()
     return model, tokenizer
@@ -86,9 +87,7 @@ class PairwiseModel:
             raise ValueError("the vllm engine supports mode='generate' only")
         if max_new_tokens < 1 or batch_size < 1:
             raise ValueError("max_new_tokens and batch_size must be >= 1")
-        tokenizer.padding_side = "left"  # batched generation and last-position logits need it
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
+        prepare_for_batches(tokenizer)  # batched generation and last-position logits need left padding
         self.model, self.tokenizer = model, tokenizer
         self.max_new_tokens, self.batch_size = int(max_new_tokens), int(batch_size)
         self.mode, self.engine, self._llm = mode, engine, llm
@@ -148,40 +147,16 @@ class PairwiseModel:
 
             outs = self._llm.generate(list(prompts), SamplingParams(temperature=0.0, max_tokens=self.max_new_tokens))
             return [o.outputs[0].text for o in outs]
-        lengths = [len(ids) for ids in self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]]
-        order = sorted(range(len(prompts)), key=lambda i: -lengths[i])
-        texts: list[str] = [""] * len(prompts)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
-            for i, text in zip(idx, self._generate_batch([prompts[i] for i in idx])):
-                texts[i] = text
-        return texts
+        return self._decode(generate_token_ids(self.model, self.tokenizer, prompts,
+                                               max_new_tokens=self.max_new_tokens, batch_size=self.batch_size))
 
     def generate_one_at_a_time(self, prompts: Sequence[str]) -> list[str]:
-        return [self._generate_batch([p])[0] for p in prompts]
+        """The unbatched reference for :meth:`generate` (one ``generate`` call per prompt)."""
+        return [self._decode(generate_token_ids(self.model, self.tokenizer, [p], max_new_tokens=self.max_new_tokens,
+                                                batch_size=1))[0] for p in prompts]
 
-    def _generation_config(self):
-        from transformers import GenerationConfig
-
-        eos = self.model.generation_config.eos_token_id
-        if eos is None:
-            eos = self.tokenizer.eos_token_id
-        return GenerationConfig(
-            do_sample=False,
-            max_new_tokens=self.max_new_tokens,
-            pad_token_id=self.tokenizer.pad_token_id,
-            eos_token_id=eos,
-        )
-
-    def _generate_batch(self, prompts: list[str]) -> list[str]:
-        import torch
-
-        enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-        enc = {k: v.to(self.model.device) for k, v in enc.items()}
-        with torch.inference_mode():
-            out = self.model.generate(**enc, generation_config=self._generation_config())
-        new = out[:, enc["input_ids"].shape[1]:]
-        return self.tokenizer.batch_decode(new, skip_special_tokens=True)
+    def _decode(self, generated) -> list[str]:
+        return self.tokenizer.batch_decode([g.ids for g in generated], skip_special_tokens=True)
 
     # ------------------------------------------------------------------ logprob
     def prob_first(self, prompts: Sequence[str], prefix: str | None = None) -> np.ndarray:
