@@ -92,11 +92,20 @@ def model_dtype(bf16: bool) -> str:
     return "bfloat16" if bf16 else "float32"
 
 
-def set_cpu_threads(n: int | None, *, use_cpu: bool) -> None:
-    """Torch intra-op threads for a CPU run (``None`` or a GPU run keeps torch's default)."""
-    if n and use_cpu:
-        import torch
+def set_cpu_threads(n: int | None, *, use_cpu: bool | None = None) -> None:
+    """Torch intra-op threads for a CPU run (``None`` or a GPU run keeps torch's default).
 
+    ``use_cpu=None``: the run is on CPU when no GPU is visible. On a shared
+    2-core machine two jobs each using torch's default (every core) compete
+    for the cores, which slows tiny models far more than one thread each.
+    """
+    if not n:
+        return
+    import torch
+
+    if use_cpu is None:
+        use_cpu = not torch.cuda.is_available()
+    if use_cpu:
         torch.set_num_threads(int(n))
 
 

@@ -24,6 +24,7 @@ from ..atomic import write_json, write_parquet
 from ..errors import ConfigError, PipelineInputError
 from ..params import parse_params
 from ..tables import read_table
+from ..training import set_cpu_threads
 from .backends import make_backend
 from .cache import ReplyCache, model_fingerprint
 from .calibration import decide, judge_calibration
@@ -77,6 +78,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args(argv)
     params = parse_params(args.params)
+    set_cpu_threads(params["evaluation"].get("cpu_threads"))
     report, judgments = calibrate(read_table(args.targets), read_table(args.vignettes), params,
                                   cache_dir=Path(args.cache_dir))
     out = Path(args.out)

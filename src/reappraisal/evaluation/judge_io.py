@@ -24,6 +24,7 @@ from ..atomic import write_parquet
 from ..errors import PipelineInputError
 from ..params import parse_params
 from ..tables import read_table
+from ..training import set_cpu_threads
 from ..stats import pair_orders, score_contests
 from ..stats.contests import CONTEST_KEYS
 from .backends import make_backend
@@ -135,6 +136,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--grm-dir", default=None)
     args = ap.parse_args(argv)
     params = parse_params(args.params)
+    set_cpu_threads(params["evaluation"].get("cpu_threads"))
     run = int(args.run)
     check_calibrated(params["evaluation"]["judges"], json.loads(Path(args.calibration).read_text()))
     vignettes = read_table(args.vignettes)

@@ -32,6 +32,7 @@ from reappraisal.atomic import write_json, write_parquet
 from reappraisal.params import parse_params
 from reappraisal.errors import PipelineInputError
 from reappraisal.tables import read_table
+from reappraisal.training import set_cpu_threads
 from reappraisal.stats import (
     agreement_by_margin,
     first_slot_bias,
@@ -242,6 +243,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     cfg = params.get("grm")
     if not cfg:
         raise PipelineInputError("--params must carry the 'grm' section")
+    set_cpu_threads(cfg.get("cpu_threads"))
     models = {}
     if ns.sft_model:
         models["sft"] = ns.sft_model

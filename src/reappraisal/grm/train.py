@@ -42,6 +42,7 @@ from reappraisal.training import (
     open_work_dir,
     remove_stale_temporaries,
     run_training,
+    set_cpu_threads,
     use_bf16,
     work_dir_beside,
 )
@@ -298,6 +299,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     cfg, data_cfg = params.get("grm"), params.get("data")
     if not cfg or not data_cfg:
         raise PipelineInputError("--params must carry the 'grm' and 'data' sections")
+    set_cpu_threads(cfg.get("cpu_threads"))
     traces = None
     if cfg.get("traces_file"):
         traces = read_table(cfg["traces_file"], where=f"config key 'grm.traces_file' ({cfg['traces_file']})")

@@ -30,6 +30,7 @@ from reappraisal.atomic import write_json
 from reappraisal.params import parse_params
 from reappraisal.errors import ConfigError, PipelineInputError
 from reappraisal.tables import read_table
+from reappraisal.training import set_cpu_threads
 
 from .dataset import PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS, examples_for_split, pairs_for_split
 from .metrics import accuracy_on_pairs, best_of_n, seed_disagreement, spearman_with_humans
@@ -171,6 +172,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     if not data.get("dimensions") or not data.get("primary_dimension"):
         raise ConfigError("data.dimensions and data.primary_dimension are required", where="--params")
     ens, ev = rm.get("ensemble") or {}, rm.get("evaluation") or {}
+    set_cpu_threads(rm.get("cpu_threads"))
     out = evaluate_reward_models(
         a.models,
         targets=read_table(a.targets, TARGET_COLUMNS),
