@@ -75,6 +75,7 @@ rule generate_answers:
         ood="results/evaluation/ood_disjointness.json",
     output:
         answers="results/evaluation/run{run}/generations/{system}.parquet",
+    priority: 10
     params:
         cfg=lambda w: section_file("evaluation", "policy"),
         model=lambda w: get_system_model(w.system),
@@ -99,6 +100,7 @@ rule judge:
     output:
         judgments="results/evaluation/run{run}/judgments.parquet",
         contests="results/evaluation/run{run}/contests.parquet",
+    priority: 10
     params:
         cfg=lambda w: section_file("evaluation", "policy", "reward", "grm"),
         generations=lambda w, input: os.path.dirname(input.generations[0]),

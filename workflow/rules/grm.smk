@@ -13,6 +13,9 @@ rule train_grm:
     output:
         model=directory("results/grm/model"),
         sft=directory("results/grm/sft"),
+    # The longest chain (GRM -> committee arms -> their answers -> judging) goes first when jobs
+    # wait for a core; work that needs no GRM fills the other cores meanwhile.
+    priority: 30
     params:
         cfg=lambda w: section_file("grm", "data"),
         base=lambda w: config["base_models"]["grm_base"],

@@ -37,6 +37,7 @@ rule train_policy:
         model=directory("results/policy/{arm}/model"),
         training_log="results/policy/{arm}/training_log.csv",
         health="results/policy/{arm}/health.json",
+    priority: 20
     params:
         cfg=lambda w: section_file("policy", "data", "grm", "reward"),
         base=lambda w: get_policy_start(),
