@@ -40,6 +40,7 @@ rule evaluate_grm:
     output:
         metrics="results/grm/metrics.json",
         judgments="results/grm/heldout_verdicts.parquet",
+    priority: 10
     params:
         cfg=lambda w: section_file("grm"),
     resources:

@@ -33,6 +33,7 @@ rule evaluate_reward_models:
         vignettes="data/interim/vignettes.parquet",
     output:
         metrics="results/reward/metrics.json",
+    priority: 10
     params:
         cfg=lambda w: section_file("data", "reward"),
     resources:
