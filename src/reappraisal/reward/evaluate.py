@@ -27,6 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from reappraisal.atomic import write_json
+from reappraisal.config import with_defaults
 from reappraisal.params import parse_params
 from reappraisal.errors import ConfigError, PipelineInputError
 from reappraisal.tables import read_table
@@ -168,11 +169,11 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     params = parse_params(a.params)
     data = params.get("data") or {}
-    rm = params.get("reward") or {}
     if not data.get("dimensions") or not data.get("primary_dimension"):
         raise ConfigError("data.dimensions and data.primary_dimension are required", where="--params")
-    ens, ev = rm.get("ensemble") or {}, rm.get("evaluation") or {}
-    set_cpu_threads(rm.get("cpu_threads"))
+    rm = with_defaults("reward", params.get("reward"))  # the schema's defaults, validated
+    ens, ev = rm["ensemble"], rm["evaluation"]
+    set_cpu_threads(rm["cpu_threads"])
     out = evaluate_reward_models(
         a.models,
         targets=read_table(a.targets, TARGET_COLUMNS),
@@ -180,14 +181,14 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         pairs=read_table(a.pairs, PAIR_COLUMNS),
         dimensions=data["dimensions"],
         primary_dimension=data["primary_dimension"],
-        penalty=ens.get("penalty", "std"),
-        lam=float(ens.get("lam", 0.5)),
-        batch_size=int(ens.get("batch_size", 32)),
-        max_length=int(rm.get("max_length", 512)),
-        n_best_of=int(ev.get("best_of_n", 16)),
-        draws=int(ev.get("best_of_n_draws", 200)),
+        penalty=ens["penalty"],
+        lam=float(ens["lam"]),
+        batch_size=int(ens["batch_size"]),
+        max_length=int(rm["max_length"]),
+        n_best_of=int(ev["best_of_n"]),
+        draws=int(ev["best_of_n_draws"]),
         seed=int(params.get("seed", 0)),
-        confidence=float(ev.get("confidence", 0.95)),
+        confidence=float(ev["confidence"]),
     )
     out["preset"] = params.get("preset")
     write_json(out, a.out)
