@@ -96,7 +96,6 @@ class TransformersBackend:
             for offset, out in enumerate(outs):
                 yield start + offset, prefill + out.text
 
-
     def _logprob_replies(self, prompts: list[str], prefill: str, progress=None):
         """Replies read from P(A) vs P(B) right after the prefill (no generation): ``<prefill> A [P(A)=...]``."""
         from ..grm.pairwise import PairwiseModel

@@ -100,8 +100,8 @@ def train_demo_judge(base_dir: str, targets: pd.DataFrame, vignettes: pd.DataFra
     tokenizer = AutoTokenizer.from_pretrained(base_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    examples = training_examples(pairs, scenarios, spec, tokenizer, float(cfg["min_margin"]),
-                                 both_orders=bool(cfg.get("both_orders", True)))
+    both_orders = bool(cfg["both_orders"])
+    examples = training_examples(pairs, scenarios, spec, tokenizer, float(cfg["min_margin"]), both_orders=both_orders)
     if not examples["prompt"]:
         raise PipelineInputError("no clearly separated judge-train pairs to learn from; lower "
                                  "evaluation.demo_judge.min_margin or raise judge_train_fraction",
@@ -132,7 +132,7 @@ def train_demo_judge(base_dir: str, targets: pd.DataFrame, vignettes: pd.DataFra
         "base": base_dir,
         "judge_spec": spec.path,
         "examples": len(examples["prompt"]),
-        "pairs": int(len(examples["prompt"]) // (2 if cfg.get("both_orders", True) else 1)),
+        "pairs": int(len(examples["prompt"]) // (2 if both_orders else 1)),
         "judge_train_reappraisals": int(pd.unique(pairs.loc[pairs["half"] == "judge_train",
                                                             ["first_id", "second_id"]].to_numpy().ravel()).size),
         "train_loss": result.train_loss,
