@@ -98,6 +98,8 @@ def test_calibration_decision_stops_a_weak_judge_unless_accepted_knowingly():
     numbers = {"good": {"agreement": {"half": 0.8}}, "weak": {"agreement": {"half": 0.55}}}
     ok = decide(numbers, selected=["good"], min_agreement=0.7, way="half", accept_weak=False)
     assert ok["ok"] and not ok["accepted_weak"] and ok["failed"] == []
+    # a candidate the evaluation does not use is judged too, and cannot stop the stage
+    assert ok["verdicts"]["weak"] == {"agreement": 0.55, "passed": False, "selected": False}
     bad = decide(numbers, selected=["good", "weak"], min_agreement=0.7, way="half", accept_weak=False)
     assert not bad["ok"] and bad["failed"] == ["weak"]
     accepted = decide(numbers, selected=["weak"], min_agreement=0.7, way="half", accept_weak=True)

@@ -166,6 +166,23 @@ def get_policy_launch():
 from reappraisal.evaluation import systems as _eval_systems  # noqa: E402
 from reappraisal.evaluation.judge_spec import judge_path as _judge_path, load_judge as _load_judge  # noqa: E402
 
+from reappraisal.evaluation.panel import check_panel_allowed as _check_panel_allowed  # noqa: E402
+
+
+def check_demo_only_parts():
+    """The demo generator's rating model (a panel judge, the gold scorer) is refused on every other preset."""
+    from reappraisal.policy.gold import check_gold_scorer
+
+    ev = config["evaluation"]
+    try:
+        for name in dict.fromkeys([*ev["judges"], *ev["calibration"]["candidates"]]):
+            _check_panel_allowed(_load_judge(name, ev["judges_dir"]), config["preset"])
+        check_gold_scorer(config["policy"]["gold_scorer"], config["preset"])
+    except ConfigError as exc:
+        raise WorkflowError(str(exc)) from None
+
+
+check_demo_only_parts()
 EVAL_RUNS = [str(r) for r in config["evaluation"]["runs"]]
 EVAL_SYSTEMS = _eval_systems.systems(config)
 BASE_MODELS_DIR = "results/base_models/"

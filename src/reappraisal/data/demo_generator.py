@@ -329,6 +329,33 @@ def _assign_raters(n_items: int, rng: np.random.Generator) -> list[list[int]]:
     return [[lst[int(i)] for i in rng.permutation(len(lst))] for lst in per_rater]
 
 
+def _gpt4_references() -> list[dict]:
+    return [{"id": f"gpt4_{v.vignette_id}_{j}", "vignette_id": v.vignette_id, "text": text}
+            for v in TRAIN_VIGNETTES for j, text in enumerate(v.gpt4, start=1)]
+
+
+def _latent_raw_quality(humans: dict[str, list[dict]], gpt4: list[dict], rng: np.random.Generator):
+    """Raw latent quality of every rated item (features + noise) and the human (mean, SD) that standardizes it."""
+    keywords = {v.vignette_id: v.keywords for v in TRAIN_VIGNETTES}
+    all_items = [dict(r, author_type="human", study=s.label) for s in STUDIES for r in humans[s.name]]
+    all_items += [dict(g, author_type="gpt4", study="1") for g in gpt4]  # GPT-4 references are rated in study 1
+    feats = [text_features(it["text"], keywords[it["vignette_id"]]) for it in all_items]
+    raw = np.array([raw_quality(f) for f in feats]) + rng.normal(0.0, QUALITY_NOISE_SD, size=len(all_items))
+    is_human = np.array([it["author_type"] == "human" for it in all_items])
+    return all_items, feats, raw, (float(raw[is_human].mean()), float(raw[is_human].std()))
+
+
+def quality_standardization(seed: int = DEFAULT_SEED) -> tuple[float, float]:
+    """The (mean, SD) of the human reappraisals' raw quality that :func:`build` standardizes ``quality`` by.
+
+    Replays exactly the random draws :func:`build` makes up to that point, so
+    ``(raw_quality(features) - mean) / SD`` is a text's expected latent quality
+    on the scale of ``truth/reappraisal_quality.csv``.
+    """
+    rng = np.random.default_rng(seed)
+    return _latent_raw_quality(_human_reappraisals(rng), _gpt4_references(), rng)[3]
+
+
 def _fmt(x: float) -> str:
     return f"{round(float(x), 4) + 0.0:.4f}"
 
@@ -369,10 +396,7 @@ def build(seed: int = DEFAULT_SEED) -> dict[str, bytes]:
         )
 
     # 3. GPT-4 references
-    gpt4 = []
-    for v in TRAIN_VIGNETTES:
-        for j, text in enumerate(v.gpt4, start=1):
-            gpt4.append({"id": f"gpt4_{v.vignette_id}_{j}", "vignette_id": v.vignette_id, "text": text})
+    gpt4 = _gpt4_references()
     files["gpt4_reappraisals.csv"] = _csv_bytes(
         ("reappraisal_id", "vignette_id", "text", "model", "data_origin"),
         [(g["id"], g["vignette_id"], g["text"], GPT4_MODEL, origin) for g in gpt4],
@@ -385,13 +409,7 @@ def build(seed: int = DEFAULT_SEED) -> dict[str, bytes]:
     )
 
     # Latent quality: features + noise, standardized by the human mean and SD.
-    keywords = {v.vignette_id: v.keywords for v in TRAIN_VIGNETTES}
-    all_items = [dict(r, author_type="human", study=s.label) for s in STUDIES for r in humans[s.name]]
-    all_items += [dict(g, author_type="gpt4", study="1") for g in gpt4]  # GPT-4 references are rated in study 1
-    feats = [text_features(it["text"], keywords[it["vignette_id"]]) for it in all_items]
-    raw = np.array([raw_quality(f) for f in feats]) + rng.normal(0.0, QUALITY_NOISE_SD, size=len(all_items))
-    is_human = np.array([it["author_type"] == "human" for it in all_items])
-    mu, sd = raw[is_human].mean(), raw[is_human].std()
+    all_items, feats, raw, (mu, sd) = _latent_raw_quality(humans, gpt4, rng)
     quality = {it["id"]: round(float((q - mu) / sd), 4) + 0.0 for it, q in zip(all_items, raw)}
 
     # Reappraisal-level latent score per dimension.

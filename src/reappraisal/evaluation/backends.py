@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Iterator, Mapping, Sequence
 
 from ..errors import ConfigError, PipelineInputError
+from .cache import model_fingerprint
 from .generation import Decoding, generate_hf, load_generator, render_prompts
 from .judge_spec import JudgeSpec
 
@@ -216,10 +217,23 @@ class OpenAIBackend:
                         running[pool.submit(self.call, nxt[1])] = nxt[0]
 
 
-def make_backend(spec: JudgeSpec, **kwargs):
-    """The backend a judge YAML names."""
+def make_backend(spec: JudgeSpec, *, run: object = None, **kwargs):
+    """The backend a judge YAML names; ``run`` seeds a panel's raters (other backends ignore it)."""
+    if spec.backend == "panel":
+        from .panel import PanelBackend
+
+        return PanelBackend(spec, run=run)
     if spec.backend == "transformers":
         return TransformersBackend(spec, **kwargs)
     if spec.backend == "openai":
         return OpenAIBackend(spec, **kwargs)
     raise ConfigError(f"unknown backend {spec.backend!r}", where=spec.path)  # the schema refuses it first
+
+
+def judge_fingerprint(spec: JudgeSpec) -> str:
+    """The identity of what answers for a judge (weights, or a panel's rating model): part of the cache key."""
+    if spec.backend == "panel":
+        from .panel import panel_fingerprint
+
+        return panel_fingerprint()
+    return model_fingerprint(spec.model)

@@ -25,12 +25,13 @@ from ..errors import ConfigError, PipelineInputError
 from ..params import parse_params
 from ..tables import read_table
 from ..training import set_cpu_threads
-from .backends import make_backend
-from .cache import ReplyCache, model_fingerprint
+from .backends import judge_fingerprint, make_backend
+from .cache import ReplyCache
 from .calibration import decide, judge_calibration
 from .human_pairs import as_contests, human_pairs
 from .judge_spec import JUDGES_DIR, load_judge
 from .judging import judge_contests
+from .panel import check_panel_allowed
 
 
 def calibrate(targets: pd.DataFrame, vignettes: pd.DataFrame, params: dict, *, cache_dir: Path):
@@ -51,10 +52,11 @@ def calibrate(targets: pd.DataFrame, vignettes: pd.DataFrame, params: dict, *, c
     numbers, tables = {}, []
     for name in cal["candidates"]:
         spec = load_judge(name, ev.get("judges_dir") or JUDGES_DIR)
+        check_panel_allowed(spec, params["preset"])
         with ReplyCache(Path(cache_dir) / f"{name}.jsonl") as cache:
             table, _ = judge_contests(contests, scenarios, spec, run="calibration", cache=cache,
-                                      fingerprint=model_fingerprint(spec.model),
-                                      backend_factory=lambda s=spec: make_backend(s),
+                                      fingerprint=judge_fingerprint(spec),
+                                      backend_factory=lambda s=spec: make_backend(s, run="calibration"),
                                       judge_kind="calibration", progress_desc=f"calibrate {name}")
         numbers[name] = judge_calibration(table, pairs, delta=float(cal["delta"]), margin_edges=cal["margin_edges"])
         tables.append(table)

@@ -9,9 +9,9 @@ orders; :mod:`.human_pairs`) and the pairs' human margins:
 - agreement by bins of human margin (agreement should rise with the gap);
 - position consistency, and first-slot bias with an exact binomial test.
 
-:func:`decide` applies the config's minimum agreement to the configured
-judge: it passes, fails (the stage stops), or fails but is knowingly
-accepted (``accept_weak_judge``), which the report then states.
+:func:`decide` applies the config's minimum agreement to every candidate;
+a judge the evaluation uses passes, fails (the stage stops), or fails but is
+knowingly accepted (``accept_weak_judge``), which the report then states.
 """
 
 from __future__ import annotations
@@ -53,12 +53,17 @@ def judge_calibration(judgments: pd.DataFrame, pairs: pd.DataFrame, *, delta: fl
 
 def decide(numbers: Mapping[str, Mapping], *, selected: Sequence[str], min_agreement: float, way: str,
            accept_weak: bool) -> dict:
-    """Pass/fail of each judge used in the evaluation: agreement (counted ``way``) >= ``min_agreement``."""
+    """Pass/fail of every candidate: agreement (counted ``way``) >= ``min_agreement``.
+
+    Only the judges the evaluation uses (``selected``) can stop the stage; the
+    other candidates' verdicts are recorded so the gate is seen at work.
+    """
     verdicts = {}
-    for name in selected:
+    for name in [*selected, *(n for n in numbers if n not in selected)]:
         value = numbers[name]["agreement"][way]
-        verdicts[name] = {"agreement": value, "passed": value is not None and value >= min_agreement}
-    failed = [n for n, v in verdicts.items() if not v["passed"]]
+        verdicts[name] = {"agreement": value, "passed": value is not None and value >= min_agreement,
+                          "selected": name in selected}
+    failed = [n for n in selected if not verdicts[n]["passed"]]
     return {
         "selected": list(selected),
         "min_agreement": float(min_agreement),

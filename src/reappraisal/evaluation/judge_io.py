@@ -27,17 +27,18 @@ from ..tables import read_table
 from ..training import set_cpu_threads
 from ..stats import pair_orders, score_contests
 from ..stats.contests import CONTEST_KEYS
-from .backends import make_backend
-from .cache import ReplyCache, model_fingerprint
+from .backends import judge_fingerprint, make_backend
+from .cache import ReplyCache
 from .draw import draw_contests
 from .judge_spec import JUDGES_DIR, load_judge
 from .judging import JUDGMENT_COLUMNS, consensus, judge_contests
 from .opponents import answer_pools
+from .panel import check_panel_allowed
 from .reward_path import ensemble_judgments, grm_judgments
 from .systems import evaluated_arms, opponents, systems
 
 CONTESTS_COLUMNS = ["run", "judge", "judge_kind", "contest_id", "vignette_id", "pool", "model", "opponent",
-                    "verdict_ab", "verdict_ba", "score", "error"]
+                    "verdict_ab", "verdict_ba", "score", "error", "model_words", "opponent_words"]
 
 
 def _answers_by_scenario(generations: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -68,13 +69,29 @@ def run_contests(run: int, generations: dict[str, pd.DataFrame], targets: pd.Dat
     return contests
 
 
-def contests_table(judgments: pd.DataFrame) -> pd.DataFrame:
-    """Both orders of every (judge, contest) combined: verdicts side by side, score and error flag."""
+def word_count(text: str) -> int:
+    """Length of an answer in words (whitespace-separated), as the length-bias tables count it."""
+    return len(str(text).split())
+
+
+def contests_table(judgments: pd.DataFrame, contests: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Both orders of every (judge, contest) combined: verdicts side by side, score and error flag.
+
+    With the drawn ``contests`` (their texts), each row also carries both
+    answers' lengths in words (``model_words``, ``opponent_words``).
+    """
     keys = [*CONTEST_KEYS]
     pairs = pair_orders(judgments)
     scores = score_contests(judgments)
     extra = judgments.drop_duplicates(keys)[[*keys, "judge_kind", "pool"]]
     table = pairs.merge(scores, on=keys).merge(extra, on=keys)
+    if contests is not None:
+        lengths = pd.DataFrame({"contest_id": contests["contest_id"],
+                                "model_words": contests["model_answer"].map(word_count).astype("int64"),
+                                "opponent_words": contests["opponent_answer"].map(word_count).astype("int64")})
+        table = table.merge(lengths.drop_duplicates("contest_id"), on="contest_id", how="left")
+    else:
+        table["model_words"] = table["opponent_words"] = pd.NA
     return table[CONTESTS_COLUMNS].sort_values(["judge", "model", "opponent", "contest_id"], ignore_index=True)
 
 
@@ -96,10 +113,11 @@ def judge_run(run: int, contests: pd.DataFrame, scenarios: dict[str, str], param
     frames = []
     for name in ev["judges"]:
         spec = load_judge(name, ev.get("judges_dir") or JUDGES_DIR)
-        fingerprint = model_fingerprint(spec.model)
+        check_panel_allowed(spec, params["preset"])
         with ReplyCache(Path(cache_dir) / f"{name}.jsonl") as cache:
-            table, stats = judge_contests(contests, scenarios, spec, run=run, cache=cache, fingerprint=fingerprint,
-                                          backend_factory=lambda s=spec: make_backend(s),
+            table, stats = judge_contests(contests, scenarios, spec, run=run, cache=cache,
+                                          fingerprint=judge_fingerprint(spec),
+                                          backend_factory=lambda s=spec: make_backend(s, run=run),
                                           progress_desc=f"judge {name} run {run}")
         print(f"judge {name} run {run}: {stats.requests} verdicts ({stats.cached} cached, {stats.asked} asked), "
               f"{int((table['verdict'] == 'error').sum())} unparseable")
@@ -149,7 +167,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     scenarios = dict(zip(vignettes["vignette_id"].astype(str), vignettes["text"].astype(str)))
     judgments = judge_run(run, contests, scenarios, params, cache_dir=Path(args.cache_dir), rm_dirs=args.rm_dirs,
                           grm_dir=args.grm_dir)
-    table = contests_table(judgments)
+    table = contests_table(judgments, contests)
     write_parquet(judgments, args.judgments)
     write_parquet(table, args.contests)
     per_judge = table.groupby("judge").agg(contests=("score", "size"), errors=("error", "sum"),

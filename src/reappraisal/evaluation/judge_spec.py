@@ -55,6 +55,7 @@ class JudgeSpec:
     batch_size: int = 32
     path: str = ""
     prefill: str | None = None
+    panel: Mapping[str, Any] = field(default_factory=dict)
 
     def messages(self, scenario: str, answer_a: str, answer_b: str) -> list[dict[str, str]]:
         """The chat messages for one order: ``answer_a`` in slot A."""
@@ -83,7 +84,7 @@ class JudgeSpec:
         and the endpoint's address (a server restarted on another port or
         host serving the same model keeps its cache).
         """
-        return {
+        out = {
             "backend": self.backend,
             "model": self.model,
             "system": self.system,
@@ -93,6 +94,9 @@ class JudgeSpec:
             "labels": dict(sorted(self.labels.items())),
             "decoding": dict(sorted(self.decoding.items())),
         }
+        if self.backend == "panel":
+            out["panel"] = dict(sorted(self.panel.items()))
+        return out
 
 
 def _validator():
@@ -155,6 +159,8 @@ def spec_from_mapping(name: str, raw: Any, *, where: str) -> JudgeSpec:
                                            or not {"A", "B"} <= set(labels)):
         raise ConfigError("decoding.logprob needs the transformers backend, a template.prefill ending where the "
                           "verdict letter goes, and the labels A and B", where=where)
+    if raw["backend"] == "panel":
+        _check_panel_reply_parses(raw, where)
     return JudgeSpec(
         name=name,
         backend=raw["backend"],
@@ -170,4 +176,19 @@ def spec_from_mapping(name: str, raw: Any, *, where: str) -> JudgeSpec:
         batch_size=int(raw["batch_size"]),
         path=where,
         prefill=raw["template"].get("prefill"),
+        panel=raw["panel"] if raw["backend"] == "panel" else {},
     )
+
+
+#: How a panel's reply names its verdict (:mod:`reappraisal.evaluation.panel`).
+PANEL_VERDICT_LINES = {"A": "VERDICT: A", "B": "VERDICT: B", "tie": "VERDICT: tie"}
+
+
+def _check_panel_reply_parses(raw: Mapping[str, Any], where: str) -> None:
+    """A panel replies ``VERDICT: A|B|tie``: the judge's pattern and labels must read that back."""
+    probe = JudgeSpec(name="", backend="panel", model="", system=None, user="", pattern=raw["verdict"]["pattern"],
+                      labels=raw["verdict"]["labels"], decoding={})
+    for verdict, line in PANEL_VERDICT_LINES.items():
+        if probe.parse(line) != verdict:
+            raise ConfigError(f"verdict.pattern/labels read the panel's reply {line!r} as {probe.parse(line)!r}; a panel "
+                              "judge needs them to read 'VERDICT: A|B|tie'", where=where)

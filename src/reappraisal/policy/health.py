@@ -33,6 +33,8 @@ LOG_COLUMNS: dict[str, str] = {
     "reward_std": "reward_std",
     "rm_score": "committee/rm_score",
     "grm_score": "committee/grm_score",
+    "gold": "rewards/gold/mean",
+    "gold_std": "rewards/gold/std",
     "guard": "committee/guard",
     "rm_flat_rate": "committee/rm_flat_rate",
     "grm_flat_rate": "committee/grm_flat_rate",

@@ -47,6 +47,7 @@ from reappraisal.training import (
 
 from .arms import ArmSpec, arm_spec
 from .committee import FormatGate
+from .gold import GoldQualityLog, check_gold_scorer
 from .health import HealthThresholds, health_verdict, training_log_rows
 from .prompts import prompt_rows
 from .reward_adapter import CommitteeReward, GRMScorer, RMScorer
@@ -85,6 +86,8 @@ def grpo_settings(policy: Mapping[str, Any], *, seed: int, output_dir: str | Pat
         lr_scheduler_type=str(policy["lr_scheduler_type"]),
         max_grad_norm=float(policy["max_grad_norm"]),
         model_init_kwargs={"dtype": model_dtype(bf16)},
+        # The committee is the reward; a configured gold scorer is logged with weight 0 (reappraisal.policy.gold).
+        reward_weights=[1.0, 0.0] if policy["gold_scorer"] else None,
         remove_unused_columns=False,
         log_completions=False,
         disable_tqdm=True,
@@ -136,6 +139,7 @@ def train_policy(
     callbacks: Sequence[Any] = (),
     judges_spec: Mapping[str, Any] | None = None,
     rewards_log: str | Path | None = None,
+    preset: str = "demo",
 ) -> dict[str, Any]:
     """Train ``arm`` from ``model_dir``; write ``out_dir/{model/, training_log.csv, health.json}``.
 
@@ -145,6 +149,8 @@ def train_policy(
     ``out_dir/checkpoints``) when it was made with the same settings, prompts
     and judges (``judges_spec`` describes the judges for that comparison).
     ``rewards_log``: see :class:`~reappraisal.policy.reward_adapter.CommitteeReward`.
+    ``policy.gold_scorer`` (checked against ``preset``) adds a log-only gold
+    reward function (:mod:`reappraisal.policy.gold`).
     Returns the health verdict (on the main process; ``{}`` on the others).
     """
     import pandas as pd
@@ -164,6 +170,8 @@ def train_policy(
     rows = prompt_rows(pool.to_dict("records"))
     if not rows:
         raise PipelineInputError("no vignette of pool 'train'", where="vignettes")
+    gold_scorer = policy["gold_scorer"]
+    check_gold_scorer(gold_scorer, preset)
     settings = grpo_settings(policy, seed=seed, output_dir=work_dir)
     args = GRPOConfig(**settings)  # first: it sets up the distributed state every later check reads
     state = PartialState()
@@ -184,8 +192,11 @@ def train_policy(
         weights=arm.weights, gate=FormatGate.from_config(policy["format_gate"]), num_generations=args.num_generations,
         rm_scorer=rm_scorer, grm_scorer=grm_scorer, tokenizer=tokenizer, rewards_log=rewards_log,
     )
+    reward_funcs: list[Any] = [reward]
+    if gold_scorer:
+        reward_funcs.append(GoldQualityLog(tokenizer=tokenizer))  # weight 0 (grpo_settings): logged, never optimized
     trainer = GRPOTrainer(
-        model=str(model_dir), reward_funcs=[reward], args=args,
+        model=str(model_dir), reward_funcs=reward_funcs, args=args,
         train_dataset=Dataset.from_list(rows), processing_class=tokenizer, callbacks=list(callbacks),
     )
     if work.resume and state.is_main_process:
@@ -341,6 +352,7 @@ def cli_main(argv: Sequence[str]) -> int:
         arm=arm, policy=policy, model_dir=args.model_dir, vignettes=vignettes, out_dir=args.out_dir,
         scorers=lambda device: build_scorers(judges, targets=targets, vignettes=vignettes, device=device),
         seed=int(params.get("seed", 0)), judges_spec=judges, rewards_log=args.rewards_log,
+        preset=str(params.get("preset", "demo")),
     )
     if health:
         print(json.dumps({"arm": arm.name, "verdict": health["verdict"], "failed": health["failed"]}))

@@ -54,11 +54,15 @@ from .verdict_diagnostics import (
     judge_choices,
     position_consistency,
 )
+from .length_bias import length_controlled_win_rate, longer_wins_share, win_rate_by_length_bin
 from .paired import paired_comparison
 from .runs import RunEffectTest, per_run_rates, run_effect_test, scenario_run_table
 from .signflip import SignFlipResult, sign_flip_test, sign_matrix
 
 __all__ = [
+    "length_controlled_win_rate",
+    "longer_wins_share",
+    "win_rate_by_length_bin",
     "ASSUMPTIONS",
     "DEFAULT_BAR",
     "WEBB_WEIGHTS",

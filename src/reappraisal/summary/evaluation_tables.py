@@ -437,3 +437,79 @@ def ablation_table(contests: pd.DataFrame, s: Settings, sources_by_run, health: 
     return Table("ablation", "Ablation: the arms side by side", caption,
                  f"{stats.ESTIMAND}; diff: mean over scenarios of (arm - {s.headline_arm})",
                  pd.DataFrame(rows, columns=columns), sources, display=display)
+
+
+LENGTH_COLUMNS = ("model_words", "opponent_words")
+
+
+def _length_frames(contests: pd.DataFrame):
+    """(judge, arm, opponent, pool, frame) of scored contests that carry both answers' lengths."""
+    if not set(LENGTH_COLUMNS) <= set(contests.columns):
+        return
+    part = contests[~contests["error"].astype(bool)].dropna(subset=list(LENGTH_COLUMNS))
+    part = part[part["judge_kind"].astype(str) != "consensus"]
+    for key, frame in part.groupby(["judge", "model", "opponent", "pool"], sort=True):
+        yield (*key, frame)
+
+
+def length_bias_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
+    title = "Length bias of each judge"
+    caption = (
+        "For each judge, arm and opponent: the share of decided contests (won in both orders or lost in both) "
+        "between answers of different length that the longer answer won (0.5 = no length preference), the mean "
+        "length difference (arm minus opponent, words), the win rate, and a length-controlled win rate as a "
+        "sensitivity column: a logistic model of the contest outcome on tanh of the standardised length "
+        "difference with one intercept per scenario, predicted at zero difference and averaged over scenarios "
+        "(alpaca_eval's idea, adapted to contests clustered by scenario). It assumes the same length effect in "
+        "every scenario, and where length is part of quality it removes real quality too."
+    )
+    estimand = f"{stats.ESTIMAND}; longer-wins share: pooled over decided contests"
+    columns = ["judge", "arm", "opponent", "pool", "contests", "decided_unequal", "longer_wins_share",
+               "mean_length_diff", "win_rate", "lc_win_rate", "length_coef", "scenarios", "note"]
+    rows, sources = [], []
+    for judge, arm, opponent, pool, frame in _length_frames(contests):
+        diff = frame["model_words"].astype(float) - frame["opponent_words"].astype(float)
+        share, decided = stats.longer_wins_share(frame["score"], diff)
+        row = {"judge": judge, "arm": arm, "opponent": opponent, "pool": pool, "contests": int(len(frame)),
+               "decided_unequal": decided, "longer_wins_share": share if decided else None,
+               "mean_length_diff": float(diff.mean()), "note": None}
+        fit = stats.length_controlled_win_rate(frame["score"], diff, frame[SCENARIO])
+        row.update(win_rate=fit["raw_win_rate"], lc_win_rate=fit["lc_win_rate"], length_coef=fit["length_coef"],
+                   scenarios=fit["scenarios"])
+        if not fit["converged"]:
+            row["note"] = "the logistic fit did not converge"
+        rows.append(row)
+        sources.append(_row_sources(frame, sources_by_run))
+    if not rows:
+        return not_computable("length_bias", title, caption, estimand, columns,
+                              "the contests tables carry no answer lengths (model_words, opponent_words)")
+    display = [("judge", ("judge",)), ("arm", ("arm",)), ("opponent", ("opponent",)), ("pool", ("pool",)),
+               ("longer wins", ("longer_wins_share",)), ("decided", ("decided_unequal",)),
+               ("mean length diff", ("mean_length_diff",)), ("win rate", ("win_rate",)),
+               ("length-controlled", ("lc_win_rate",)), ("length coef", ("length_coef",))]
+    return Table("length_bias", title, caption, estimand, pd.DataFrame(rows, columns=columns), sources,
+                 display=display)
+
+
+def length_bins_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
+    title = "Win rate by length difference"
+    caption = ("For each judge, arm and opponent, contests binned by the length difference of the two answers "
+               "(arm minus opponent, words): contests per bin and the pooled win rate in the bin. A win rate "
+               "rising with the difference is a judge (or answers) favouring length.")
+    estimand = "pooled win rate of the contests in the bin (no clustering; descriptive)"
+    columns = ["judge", "arm", "opponent", "pool", "bin", "low", "high", "contests", "win_rate"]
+    rows, sources = [], []
+    for judge, arm, opponent, pool, frame in _length_frames(contests):
+        diff = frame["model_words"].astype(float) - frame["opponent_words"].astype(float)
+        bins = stats.win_rate_by_length_bin(frame["score"], diff)
+        for b in bins.to_dict("records"):
+            rows.append({"judge": judge, "arm": arm, "opponent": opponent, "pool": pool, **b,
+                         "win_rate": None if np.isnan(b["win_rate"]) else b["win_rate"]})
+            sources.append(_row_sources(frame, sources_by_run))
+    if not rows:
+        return not_computable("length_bins", title, caption, estimand, columns,
+                              "the contests tables carry no answer lengths (model_words, opponent_words)")
+    display = [("judge", ("judge",)), ("arm", ("arm",)), ("opponent", ("opponent",)), ("pool", ("pool",)),
+               ("length diff (words)", ("bin",)), ("contests", ("contests",)), ("win rate", ("win_rate",))]
+    return Table("length_bins", title, caption, estimand, pd.DataFrame(rows, columns=columns), sources,
+                 display=display)

@@ -48,7 +48,7 @@ CLAIMS_SCHEMA = REPO_ROOT / "workflow" / "schemas" / "claims.schema.yaml"
 JUDGMENT_COLUMNS = ["run", "judge", "contest_id", "vignette_id", "model", "opponent", "order", "verdict"]
 TABLE_ORDER = [
     "headline", "per_scenario", "per_run", "head_to_head", "ood", "judge_calibration", "reward_models", "grm",
-    "training_health", "reward_path_gap", "ablation",
+    "training_health", "reward_path_gap", "length_bias", "length_bins", "ablation",
 ]
 
 
@@ -103,7 +103,8 @@ def load_run(run: int, evaluation_dir: Path, runs: Sequence[int]) -> tuple[pd.Da
     if missing:
         raise PipelineInputError(f"judgments table lacks column(s) {missing}", where=str(judgments_path))
     _check_against_judgments(contests, judgments, contests_path, judgments_path)
-    return contests[et.CONTEST_COLUMNS].copy(), contests_path, judgments_path
+    keep = et.CONTEST_COLUMNS + [c for c in et.LENGTH_COLUMNS if c in contests.columns]
+    return contests[keep].copy(), contests_path, judgments_path
 
 
 def _check_against_judgments(contests, judgments, contests_path, judgments_path) -> None:
@@ -161,6 +162,8 @@ def build_tables(contests: pd.DataFrame, s: et.Settings, sources_by_run, metrics
         "grm": mt.grm_table(*metrics["grm"]),
         "training_health": mt.training_health_table(list(s.arms), health, logs, arm_sources),
         "reward_path_gap": et.reward_path_gap_table(contests, s, sources_by_run),
+        "length_bias": et.length_bias_table(contests, s, sources_by_run),
+        "length_bins": et.length_bins_table(contests, s, sources_by_run),
         "ablation": et.ablation_table(contests, s, sources_by_run, health,
                                       {a: [p for p in arm_sources.get(a, ()) if p.endswith("health.json")]
                                        for a in s.arms}),

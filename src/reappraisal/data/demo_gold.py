@@ -1,0 +1,158 @@
+"""The demo's gold standard: the generator's rating model applied to any text. Pure.
+
+The demo dataset (:mod:`reappraisal.data.demo_generator`) defines a
+reappraisal's latent quality from its text (:func:`text_features`,
+:func:`raw_quality`, standardized by the human reappraisals' mean and SD) and
+every human rating as a noisy reading of it. That is the "gold reward model"
+of Gao, Schulman & Hilton (2022): this module reads any text with it.
+
+* :func:`gold_quality`: a text's **expected** latent quality for a scenario,
+  on the scale of ``data/demo/truth/reappraisal_quality.csv`` (the item
+  noise the generator adds to its own reappraisals is unknowable from the
+  text, so it is left out). Scenario keywords are the generator's for its
+  six training scenarios and, for any other scenario text (the OOD pool, a
+  scenario of your own), the scenario's own content words.
+* :func:`panel_votes`: ``n`` simulated raters read both answers of a contest
+  on the primary dimension (effectiveness) as the generator's raters do:
+  ``m·(a·q + sqrt(1 − a²)·e) + severity + noise`` with the dimension loading
+  ``a``, study scale ``m`` (study 1: 1.0), a per-rater severity (shared by
+  both answers, so it cancels) and ``e``, noise ~ Normal(0, 1) and
+  Normal(0, σ) drawn per rater and answer. A rater prefers the answer read
+  higher (side by side, readings are continuous: no rater is indifferent).
+* :func:`rater_preference_probability` and
+  :func:`panel_majority_probability`: the rates this model implies, in
+  closed form, for tests and the README.
+
+Nothing here reads a file written by the pipeline: only the two texts and the
+scenario text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Sequence
+
+import numpy as np
+
+from .demo_generator import (
+    DEFAULT_SEED,
+    DIMENSION_LOADINGS,
+    OOD_VIGNETTES,
+    RATER_SEVERITY_SD,
+    RATING_NOISE_SD,
+    STUDIES,
+    TRAIN_VIGNETTES,
+    quality_standardization,
+    raw_quality,
+    text_features,
+    tokens,
+)
+
+#: Words never taken as a scenario keyword (function words, pronouns, common verbs).
+_STOPWORDS = frozenset(
+    """a about after again all also an and any are as at be because been before being but by can could did do
+    does doing done down during each even every few for from had has have having he her here hers him his how i if
+    in into is it its just me more most my never next no not now of off on once one only or other our out over own
+    said same she should so some such than that the their them then there these they this those through to too
+    under until up very was we were what when where which while who why will with would you your yours yourself
+    asked told came went got get gets made make says say week month day night time third first last""".split()
+)
+_MIN_KEYWORD_LENGTH = 4
+_WS = re.compile(r"\s+")
+
+
+def _norm(text: str) -> str:
+    return _WS.sub(" ", text).strip()
+
+
+@lru_cache(maxsize=None)
+def _known_keywords() -> dict[str, tuple[str, ...]]:
+    return {_norm(v.text): tuple(v.keywords) for v in TRAIN_VIGNETTES + OOD_VIGNETTES if v.keywords}
+
+
+def scenario_keywords(scenario: str) -> tuple[str, ...]:
+    """The scenario's keywords: the generator's for its own scenarios, else its content words (≥ 4 letters)."""
+    known = _known_keywords().get(_norm(scenario))
+    if known is not None:
+        return known
+    seen: dict[str, None] = {}
+    for w in tokens(scenario):
+        if len(w) >= _MIN_KEYWORD_LENGTH and w not in _STOPWORDS and not w.isdigit():
+            seen.setdefault(w, None)
+    return tuple(seen)
+
+
+@lru_cache(maxsize=4)
+def _scale(seed: int) -> tuple[float, float]:
+    return quality_standardization(seed)
+
+
+def gold_quality(text: str, scenario: str, *, seed: int = DEFAULT_SEED) -> float:
+    """Expected latent quality of ``text`` as a reappraisal of ``scenario`` (human mean 0, SD about 1)."""
+    mu, sd = _scale(seed)
+    return (raw_quality(text_features(text or "", scenario_keywords(scenario))) - mu) / sd
+
+
+def gold_qualities(texts: Sequence[str], scenarios: Sequence[str], *, seed: int = DEFAULT_SEED) -> np.ndarray:
+    return np.array([gold_quality(t, s, seed=seed) for t, s in zip(texts, scenarios)], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class RatingModel:
+    """How one simulated rater reads an answer (the generator's constants by default)."""
+
+    loading: float = DIMENSION_LOADINGS["effectiveness"]
+    multiplier: float = STUDIES[0].multiplier
+    noise_sd: float = RATING_NOISE_SD
+    severity_sd: float = RATER_SEVERITY_SD
+
+    @classmethod
+    def for_dimension(cls, dimension: str = "effectiveness", study: str = STUDIES[0].label) -> "RatingModel":
+        spec = {s.label: s for s in STUDIES}.get(str(study))
+        if dimension not in DIMENSION_LOADINGS:
+            raise ValueError(f"unknown dimension {dimension!r} (the generator's: {', '.join(DIMENSION_LOADINGS)})")
+        if spec is None:
+            raise ValueError(f"unknown study {study!r} (the generator's: {', '.join(s.label for s in STUDIES)})")
+        return cls(loading=DIMENSION_LOADINGS[dimension], multiplier=spec.multiplier)
+
+    @property
+    def reading_sd(self) -> float:
+        """SD of one reading around ``multiplier · loading · q`` (severity excluded: it cancels in a comparison)."""
+        return math.sqrt(self.multiplier**2 * (1.0 - self.loading**2) + self.noise_sd**2)
+
+
+def rater_preference_probability(q_a: float, q_b: float, model: RatingModel = RatingModel()) -> float:
+    """P(one rater reads A higher than B) = Φ(m·a·(q_A − q_B) / (√2 · reading SD))."""
+    z = model.multiplier * model.loading * (q_a - q_b) / (math.sqrt(2.0) * model.reading_sd)
+    return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
+
+
+def panel_majority_probability(q_a: float, q_b: float, n_raters: int, model: RatingModel = RatingModel()) -> float:
+    """P(strictly more of ``n_raters`` raters prefer A than B)."""
+    p = rater_preference_probability(q_a, q_b, model)
+    return float(sum(math.comb(n_raters, k) * p**k * (1 - p) ** (n_raters - k)
+                     for k in range(n_raters // 2 + 1, n_raters + 1)))
+
+
+def contest_seed(*parts: object) -> int:
+    """A 64-bit seed from a stable hash of ``parts`` (never Python's salted ``hash``)."""
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def panel_votes(q_a: float, q_b: float, *, n_raters: int, seed: int,
+                model: RatingModel = RatingModel()) -> tuple[int, int, np.ndarray]:
+    """(raters preferring A, raters preferring B, readings of shape (n_raters, 2)) for one contest order."""
+    rng = np.random.default_rng(seed)
+    severity = rng.normal(0.0, model.severity_sd, size=(n_raters, 1))
+    e = rng.normal(0.0, 1.0, size=(n_raters, 2))
+    noise = rng.normal(0.0, model.noise_sd, size=(n_raters, 2))
+    q = np.array([[q_a, q_b]])
+    readings = model.multiplier * (model.loading * q + math.sqrt(1.0 - model.loading**2) * e) + severity + noise
+    prefer_a = int(np.sum(readings[:, 0] > readings[:, 1]))
+    prefer_b = int(np.sum(readings[:, 1] > readings[:, 0]))
+    return prefer_a, prefer_b, readings

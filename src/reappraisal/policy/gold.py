@@ -1,0 +1,64 @@
+"""A log-only gold signal during GRPO: TRL reward functions that never enter the reward.
+
+Gao, Schulman & Hilton (2022) score every policy by a gold scorer beside the
+proxy it is optimized against. On the demo preset the gold is the demo
+generator's rating model (:func:`reappraisal.data.demo_gold.gold_quality`:
+the expected latent quality of each answer, the text after ``</think>``;
+an empty answer is scored as the empty text). It is passed to TRL's
+``GRPOTrainer`` as an extra reward function with weight 0 in
+``reward_weights``, so TRL computes and logs it (``rewards/gold/mean``,
+``rewards/gold/std``) every step while the optimized reward stays the
+committee alone.
+
+``policy.gold_scorer`` in the config names the scorer; ``null`` (the paper
+preset's default) logs none and the training log's gold columns stay empty.
+The demo's gold exists only for the demo's synthetic data, so every other
+preset refuses ``demo_gold`` with one line.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from reappraisal.errors import ConfigError
+
+from .answer import decode_completions, extract_answer
+
+GOLD_SCORERS = ("demo_gold",)
+GOLD_PRESETS = ("demo",)
+
+
+def check_gold_scorer(name: str | None, preset: str) -> None:
+    """``name`` is a known log-only scorer allowed on ``preset`` (None: no gold logged)."""
+    if name is None:
+        return
+    if name not in GOLD_SCORERS:
+        raise ConfigError(f"unknown gold scorer {name!r} (known: {', '.join(GOLD_SCORERS)} or null)",
+                          where="config key 'policy.gold_scorer'")
+    if preset not in GOLD_PRESETS:
+        raise ConfigError(f"gold scorer {name!r} is the demo generator's rating model and exists on the demo preset "
+                          f"only; set policy.gold_scorer: null on preset {preset!r}",
+                          where="config key 'policy.gold_scorer'")
+
+
+class GoldQualityLog:
+    """TRL reward function ``gold``: each completion's answer's expected latent quality (log only, weight 0)."""
+
+    __name__ = "gold"
+
+    def __init__(self, *, tokenizer=None):
+        self.tokenizer = tokenizer
+
+    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any],
+                 completion_ids: Sequence[Sequence[int]] | None = None, *, scenario: Sequence[str],
+                 **kwargs: Any) -> list[float]:
+        from reappraisal.data.demo_gold import gold_qualities
+
+        from .reward_adapter import completion_texts
+
+        if self.tokenizer is not None and completion_ids is not None:
+            texts = decode_completions(self.tokenizer, completion_ids)
+        else:
+            texts = completion_texts(completions)
+        answers = [extract_answer(t) for t in texts]
+        return gold_qualities(answers, list(scenario)).tolist()
