@@ -65,6 +65,30 @@ def test_train_arm_end_to_end(tmp_path, warm_policy, vignettes):
     assert not (out / "checkpoints").exists()
 
 
+def test_gold_is_logged_beside_the_proxy_and_never_enters_the_reward(tmp_path, warm_policy, vignettes):
+    out = tmp_path / "committee"
+    train_policy(arm=COMMITTEE, policy=dict(POLICY, gold_scorer="demo_gold"), model_dir=warm_policy,
+                 vignettes=vignettes, out_dir=out, scorers=fakes, seed=0)
+    log = pd.read_csv(out / "training_log.csv")
+    assert log["gold"].notna().all() and log["gold_std"].notna().all()
+    assert (log["gold_std"] > 0).any()  # completions differ in planted quality
+    # weight 0: the optimized reward is the committee's alone
+    assert (log["reward"] - log["committee_reward"]).abs().max() < 1e-6
+    with pytest.raises(ConfigError, match="demo preset only"):
+        train_policy(arm=COMMITTEE, policy=dict(POLICY, gold_scorer="demo_gold"), model_dir=warm_policy,
+                     vignettes=vignettes, out_dir=tmp_path / "paper", scorers=fakes, seed=0, preset="paper")
+    # without a gold scorer the column stays empty
+    plain = pd.read_csv(_train_plain(tmp_path, warm_policy, vignettes) / "training_log.csv")
+    assert "gold" not in plain.columns or plain["gold"].isna().all()
+
+
+def _train_plain(tmp_path, warm_policy, vignettes):
+    out = tmp_path / "plain"
+    train_policy(arm=COMMITTEE, policy=dict(POLICY, max_steps=1), model_dir=warm_policy, vignettes=vignettes,
+                 out_dir=out, scorers=fakes, seed=0)
+    return out
+
+
 class Interrupted(Exception):
     pass
 

@@ -120,7 +120,9 @@ def write_training(root: Path, arm: str, steps: int = 8) -> tuple[Path, Path]:
     log = pd.DataFrame({"step": range(1, steps + 1), "reward": np.linspace(-1, 0.5, steps) + rng.normal(0, 0.05, steps),
                         "reward_std": np.linspace(0.9, 0.6, steps), "kl": np.linspace(0, 0.02, steps),
                         "entropy": np.linspace(1.3, 1.1, steps), "frac_reward_zero_std": 0.0, "clipped_ratio": 0.1,
-                        "gate_pass_rate": np.linspace(0.75, 0.9, steps)})
+                        "gate_pass_rate": np.linspace(0.75, 0.9, steps),
+                        "rm_score": np.linspace(0.0, 0.4, steps), "grm_score": np.linspace(0.4, 0.6, steps),
+                        "gold": np.linspace(-0.3, 0.1, steps) + rng.normal(0, 0.05, steps)})
     log.to_csv(d / "training_log.csv", index=False)
     check = lambda v, t: {"value": v, "threshold": t, "passed": True, "description": "d"}  # noqa: E731
     health = {"verdict": "healthy", "failed": [], "n_steps": steps,

@@ -111,16 +111,19 @@ def test_every_table_in_the_index_is_rendered_and_figures_are_inline_svg(built):
             assert f"table-{entry['name']}" in page.ids, entry["name"]
         df = pd.read_csv(root / entry["files"]["csv"])
         assert len(page.cells.get("headline-table" if entry["name"] == "headline" else f"table-{entry['name']}", [])) >= len(df)
-    # per-scenario: one figure per (opponent, judge, pool); per-run: one per (opponent, judge); training; calibration
+    # one forest plot leads; per-scenario and per-run views are small multiples (one figure each, a panel per
+    # opponent); gold/proxy and health curves; calibration
     figures = [k for k in page.ids if k.startswith("fig-")]
-    assert {"fig-scenario-gpt-4-0314-demo-judge-train", "fig-scenario-qwen2-5-72b-demo-judge-ood",
-            "fig-run-gpt-4-0314-demo-judge", "fig-training", "fig-calibration"} <= set(figures)
+    assert set(figures) == {"fig-forest", "fig-scenario-study", "fig-scenario-other", "fig-run", "fig-gold-proxy",
+                            "fig-training", "fig-calibration"}
     assert text.count("<svg") == len(figures)
-    # Each arm's per-scenario point is drawn: matplotlib writes one legend entry per arm.
-    scenario_svg = text[text.index('id="fig-scenario-gpt-4-0314-demo-judge-train"'):]
-    scenario_svg = scenario_svg[: scenario_svg.index("</figure>")]
-    for arm in ARMS:
-        assert f"<!-- {arm} -->" in scenario_svg  # matplotlib keeps each text as a comment beside its glyph paths
+    assert text.index('id="fig-forest"') < text.index('id="headline-table"')
+    # Each arm's point is drawn: matplotlib keeps each text as a comment beside its glyph paths.
+    for fig in ("fig-scenario-study", "fig-forest", "fig-gold-proxy"):
+        svg = text[text.index(f'id="{fig}"'):]
+        svg = svg[: svg.index("</figure>")]
+        for arm in ARMS:
+            assert f"<!-- {arm}" in svg, (fig, arm)
 
 
 def test_page_is_self_contained(built):

@@ -31,6 +31,7 @@ from typing import Any, Iterable, Mapping
 LOG_COLUMNS: dict[str, str] = {
     "reward": "reward",
     "reward_std": "reward_std",
+    "committee_reward": "rewards/committee/mean",
     "rm_score": "committee/rm_score",
     "grm_score": "committee/grm_score",
     "gold": "rewards/gold/mean",

@@ -41,7 +41,8 @@ RESULT_SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("per-scenario", "Per scenario", ("per_scenario", "scenarios_clearing")),
     ("per-run", "Per evaluation run", ("per_run", "run_effect", "runs")),
     ("head-to-head", "Head-to-head and out-of-distribution", ("head_to_head", "h2h", "ood")),
-    ("reward-path", "Reward-path scorers against the held-out judge; ablation arms", ("reward_path", "ablation", "arms")),
+    ("reward-path", "Reward-path scorers against the held-out judge; length bias; ablation arms",
+     ("reward_path", "length", "ablation", "arms")),
     ("judges", "Judge calibration", ("judge_calibration", "judges", "calibration")),
     ("reward-models", "Reward-model ensemble and GRM", ("reward_model", "reward_models", "rm", "grm")),
     ("training", "Training health", ("training_health", "health", "training")),
@@ -177,6 +178,13 @@ def _headline_first(df: pd.DataFrame, frames: Mapping[str, SummaryTable]) -> pd.
     return df.assign(_rank=rank).sort_values("_rank", kind="stable").drop(columns="_rank")
 
 
+def _focus_judge(frames: Mapping[str, SummaryTable]) -> str | None:
+    """The judge the headline table lists first (the headline judge): the one the figures show."""
+    if "headline" not in frames or frames["headline"].frame.empty or "judge" not in frames["headline"].frame.columns:
+        return None
+    return str(frames["headline"].frame["judge"].iloc[0])
+
+
 def git_commit(cwd: Path | None = None) -> tuple[str | None, bool]:
     """(HEAD commit, whether tracked files differ from it) of the checkout, or (None, False) outside git."""
     try:
@@ -247,36 +255,58 @@ def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Pat
     if "headline" in frames:
         t = frames["headline"]
         headline = {"caption": t.caption, "estimand": t.estimand, "header": HEADLINE_HEADER, "note": t.note,
+                    "judge_line": None,
                     "rows": headline_rows(t.frame), "files": table_view(t, report_dir).files, "bar": bar}
         section["headline"]["tables"] = [v for v in section["headline"]["tables"] if v.name != "headline"]
 
-    if "per_scenario" in frames:
+    focus = _focus_judge(frames)
+    if headline is not None and focus is not None:
+        h = frames["headline"].frame
+        part = h[h["judge"].astype(str) == focus]
+        part = part.assign(label=part["arm"].astype(str) + " vs " + part["opponent"].astype(str))
+        if pd.to_numeric(part["win_rate"], errors="coerce").notna().any():
+            section["headline"]["figures"].append({
+                "id": "fig-forest",
+                "svg": charts.forest_plot(part, name="forest", bar=bar,
+                                          title=f"Every arm against every opponent, judge {focus}"),
+                "caption": (f"Every arm against every opponent on the study scenarios, judged by {focus}: the win "
+                            "rate (point) and its headline 95% interval (logit-scale scenario jackknife), the bar "
+                            "(dashed) and 0.5 (dotted); the rows of the table below."),
+                "kind": "forest",
+            })
+    if "per_scenario" in frames and focus is not None:
         df = _headline_first(frames["per_scenario"].frame, frames)
-        for (opponent, judge, pool), g in df.groupby(["opponent", "judge", "pool"], sort=False):
-            if not pd.to_numeric(g["win_rate"], errors="coerce").notna().any():
-                continue  # nothing scored (every contest an error verdict): the tables say so
-            target = section["head-to-head"] if pool != "train" or str(opponent).startswith("arm:") else section["per-scenario"]
-            title = f"Win rate per scenario vs {opponent} ({pool} pool), judge {judge}"
-            target["figures"].append({
-                "id": f"fig-scenario-{slug(opponent)}-{slug(judge)}-{slug(pool)}",
-                "svg": charts.interval_dot_plot(g, category="vignette_id", name=f"scn-{opponent}-{judge}-{pool}",
-                                                title=title, bar=bar),
-                "caption": (f"{title}. Points: win rate of each arm's contests on that scenario (pooled over runs); "
-                            f"bars: {frames['per_scenario'].caption or 'the interval in per_scenario.csv'}"),
+        df = df[df["judge"].astype(str) == focus]
+        df = df[df.groupby(["opponent", "pool"])["win_rate"].transform(
+            lambda v: pd.to_numeric(v, errors="coerce").notna().any())]
+        df = df.assign(facet="vs " + df["opponent"].astype(str) + " (" + df["pool"].astype(str) + " pool)")
+        study = (df["pool"] == "train") & ~df["opponent"].astype(str).str.startswith("arm:")
+        for part, target, key, what in ((df[study], "per-scenario", "study", "the study scenarios"),
+                                        (df[~study], "head-to-head", "other", "head-to-head and OOD")):
+            if part.empty:
+                continue
+            title = f"Win rate per scenario, {what}, judge {focus}"
+            section[target]["figures"].append({
+                "id": f"fig-scenario-{key}",
+                "svg": charts.interval_small_multiples(part, facet="facet", category="vignette_id", bar=bar,
+                                                       name=f"scn-{key}", title=title),
+                "caption": (f"{title}: one panel per opponent. Points: win rate of each arm's contests on that "
+                            "scenario (pooled over runs); bars: the interval in per_scenario.csv; every judge's "
+                            "numbers are in the table."),
                 "kind": "per-scenario",
             })
-    if "per_run" in frames:
+    if "per_run" in frames and focus is not None:
         df = _headline_first(frames["per_run"].frame, frames)
-        for (opponent, judge), g in df.groupby(["opponent", "judge"], sort=False):
-            if not pd.to_numeric(g["win_rate"], errors="coerce").notna().any():
-                continue
-            title = f"Win rate per evaluation run vs {opponent}, judge {judge}"
-            g = g.assign(run=g["run"].map(lambda r: f"run {r}"))
+        df = df[df["judge"].astype(str) == focus]
+        if pd.to_numeric(df["win_rate"], errors="coerce").notna().any():
+            title = f"Win rate per evaluation run, judge {focus}"
+            df = df.assign(run=df["run"].map(lambda r: f"run {r}"), facet="vs " + df["opponent"].astype(str))
             section["per-run"]["figures"].append({
-                "id": f"fig-run-{slug(opponent)}-{slug(judge)}",
-                "svg": charts.interval_dot_plot(g, category="run", name=f"run-{opponent}-{judge}", title=title, bar=bar),
-                "caption": (f"{title}. Three independent evaluations (fresh generations, fresh judging); "
-                            "they are pooled only in the headline."),
+                "id": "fig-run",
+                "svg": charts.interval_small_multiples(df, facet="facet", category="run", bar=bar, name="run",
+                                                       title=title, ncols=3),
+                "caption": (f"{title}: one panel per opponent. Three independent evaluations (fresh generations, "
+                            "fresh judging); they are pooled only in the headline."),
                 "kind": "per-run",
             })
 
@@ -284,6 +314,17 @@ def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Pat
     logs = {a.arm or a.name: read_csv(a.path) for a in by_kind.get("training_log", [])}
     logs = {arm: log for arm, log in logs.items() if not log.empty}
     if logs:
+        if any("gold" in log.columns and log["gold"].notna().any() for log in logs.values()):
+            section["training"]["figures"].append({
+                "id": "fig-gold-proxy",
+                "svg": charts.gold_proxy_curves(logs, name="gold-proxy",
+                                                title="Gold and proxy during training, per arm"),
+                "caption": ("Gao et al.'s picture per arm: the gold scorer's mean expected quality of the step's "
+                            "completions (logged with weight 0, never optimized) beside the proxies the arm is "
+                            "trained on (ensemble score; GRM win rate on the right axis), per optimizer step. "
+                            "Proxy rising while gold stalls or falls is over-optimization."),
+                "kind": "gold-proxy",
+            })
         section["training"]["figures"].append({
             "id": "fig-training",
             "svg": charts.training_curves(logs, name="training", title="GRPO training health per arm"),
@@ -340,6 +381,13 @@ def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Pat
             "weak": weak, "delta": cal.get("delta"), "figure": figure, "path": str(a.path),
         }
 
+    if headline is not None and calibration is not None:
+        judge = calibration["selected"]
+        verdict = next(iter((decision.get("verdicts") or {}).get(n, {}) for n in decision.get("selected") or []), {})
+        headline["judge_line"] = (
+            f"Held-out judge: {judge}, selected by calibration against human preference (agreement "
+            f"{fmt(verdict.get('agreement'), 3)} with undecided pairs counted {decision.get('agreement_counted')}, "
+            f"minimum {fmt(decision.get('min_agreement'), 3)})." if judge else None)
     cards = [{"path": _rel(a.path, report_dir), "artifact": str(a.path.parent), "sha256": sha256_file(a.path)}
              for a in by_kind.get("model_card", [])]
 

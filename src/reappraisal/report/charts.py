@@ -157,3 +157,126 @@ def agreement_by_margin(judges: Mapping[str, Sequence[Mapping]], *, name: str, t
     ax.set_title(title, fontsize=9.5, loc="left")
     ax.legend(frameon=False, fontsize=8)
     return to_svg(fig, name, title)
+
+
+def forest_plot(df: pd.DataFrame, *, label: str = "label", name: str, title: str, bar: float | None = None,
+                low: str = "headline_low", high: str = "headline_high", group: str = "arm") -> str:
+    """One row per ``label`` (e.g. arm vs opponent): point ``win_rate`` and its interval, coloured by ``group``;
+    dashed line at ``bar``, dotted at 0.5."""
+    rows = df.reset_index(drop=True)
+    groups = list(dict.fromkeys(rows[group].astype(str)))
+    palette = colors(groups)
+    fig, ax = plt.subplots(figsize=(7.2, 0.8 + 0.28 * len(rows)))
+    y = np.arange(len(rows))[::-1]
+    for i, r in rows.iterrows():
+        wr, lo, hi = (float(r[c]) if pd.notna(r[c]) else np.nan for c in ("win_rate", low, high))
+        color = palette[str(r[group])]
+        if np.isfinite(lo) and np.isfinite(hi):
+            ax.plot([lo, hi], [y[i], y[i]], color=color, lw=1.6, solid_capstyle="butt")
+        ax.plot([wr], [y[i]], "o", color=color, ms=5)
+    ax.axvline(0.5, color="#888", lw=0.8, ls=":")
+    if bar is not None and math.isfinite(bar):
+        ax.axvline(bar, color="#555", lw=0.9, ls="--")
+        ax.annotate(f"bar {bar:g}", xy=(bar, 1.0), xycoords=("data", "axes fraction"), fontsize=7.5, ha="left",
+                    va="bottom", color="#555")
+    ax.set_yticks(y, rows[label].astype(str).tolist(), fontsize=8)
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_xlabel("win rate (point, headline 95% interval)")
+    ax.set_title(title, fontsize=9.5, loc="left", pad=14)
+    ax.grid(axis="y", visible=False)
+    return to_svg(fig, name, title)
+
+
+def interval_small_multiples(df: pd.DataFrame, *, facet: str, category: str, group: str = "arm", name: str,
+                             title: str, bar: float | None = None, ncols: int = 2) -> str:
+    """One panel per ``facet`` value (e.g. opponent): win rate and interval per ``category``, one colour per
+    ``group``; shared y axis, one legend."""
+    facets = list(dict.fromkeys(df[facet].astype(str)))
+    groups = list(dict.fromkeys(df[group].astype(str)))
+    palette = colors(groups)
+    ncols = max(1, min(ncols, len(facets)))
+    nrows = math.ceil(len(facets) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(10.0, 2.5 * nrows), squeeze=False, sharey=True)
+    step = 0.7 / max(1, len(groups))
+    for ax, f in zip(axes.flat, facets):
+        part = df[df[facet].astype(str) == f]
+        cats = list(dict.fromkeys(part[category].astype(str)))
+        for gi, g in enumerate(groups):
+            rows = part[part[group].astype(str) == g]
+            if rows.empty:
+                continue
+            x = np.array([cats.index(str(c)) for c in rows[category]]) + (gi - (len(groups) - 1) / 2) * step
+            yv = rows["win_rate"].to_numpy(float)
+            lo = np.clip(yv - rows["ci_low"].to_numpy(float), 0, None)
+            hi = np.clip(rows["ci_high"].to_numpy(float) - yv, 0, None)
+            ax.errorbar(x, yv, yerr=[np.nan_to_num(lo), np.nan_to_num(hi)], fmt="o", ms=3.5, capsize=2, lw=1.0,
+                        color=palette[g], label=g)
+        ax.axhline(0.5, color="#888", lw=0.8, ls=":")
+        if bar is not None and math.isfinite(bar):
+            ax.axhline(bar, color="#555", lw=0.9, ls="--")
+        long = max(map(len, cats), default=0) > 6
+        ax.set_xticks(range(len(cats)), cats, rotation=30 if long else 0, ha="right" if long else "center", fontsize=7.5)
+        ax.set_xlim(-0.6, len(cats) - 0.4)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(f, fontsize=8.5, loc="left")
+        ax.tick_params(labelsize=7.5)
+    for ax in list(axes.flat)[len(facets):]:
+        ax.set_visible(False)
+    handles = [plt.Line2D([], [], marker="o", ls="", color=palette[g], label=g) for g in groups]
+    fig.legend(handles=handles, frameon=False, fontsize=8, ncol=min(5, len(groups)), loc="upper right",
+               bbox_to_anchor=(1.0, 1.02))
+    fig.suptitle(title, fontsize=9.5, x=0.01, ha="left", y=1.02)
+    fig.tight_layout()
+    return to_svg(fig, name, title)
+
+
+#: Proxy series of the gold/proxy chart: (training-log column, label, axis) where axis "left" shares the gold's
+#: z units and "right" is a win rate.
+PROXY_SERIES: tuple[tuple[str, str, str], ...] = (
+    ("rm_score", "proxy: ensemble score (z)", "left"),
+    ("grm_score", "proxy: GRM win rate vs median human (right axis)", "right"),
+)
+
+
+def gold_proxy_curves(logs: Mapping[str, pd.DataFrame], *, name: str, title: str) -> str:
+    """Gao et al.'s picture, one panel per arm: the gold scorer's mean quality of the completions and each proxy
+    the arm is optimised against, per optimizer step (x), with √KL to the reference on a top axis label."""
+    arms = [a for a, log in logs.items() if "gold" in log.columns and log["gold"].notna().any()]
+    if not arms:
+        raise ValueError("no training log carries a gold column")
+    ncols = min(3, len(arms))
+    nrows = math.ceil(len(arms) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(10.5, 2.8 * nrows), squeeze=False)
+    for ax, arm in zip(axes.flat, arms):
+        log = logs[arm].apply(pd.to_numeric, errors="coerce")
+        step = log["step"]
+        ax.plot(step, log["gold"], color="#b8860b", lw=1.8, label="gold: expected quality (z)")
+        right = None
+        for i, (col, label, axis) in enumerate(PROXY_SERIES):
+            if col not in log.columns or not log[col].notna().any():
+                continue
+            color = PALETTE[i]
+            if axis == "left":
+                ax.plot(step, log[col], color=color, lw=1.2, label=label)
+            else:
+                right = right or ax.twinx()
+                right.plot(step, log[col], color=color, lw=1.2, ls="--", label=label)
+                right.set_ylim(-0.02, 1.02)
+                right.tick_params(labelsize=7)
+        if "kl" in log.columns and log["kl"].notna().any():
+            kl = np.sqrt(np.clip(log["kl"].to_numpy(float), 0, None))
+            ax.set_xlabel(f"step (√KL at the last step {kl[-1]:.3f})", fontsize=7.5)
+        else:
+            ax.set_xlabel("step", fontsize=7.5)
+        ax.set_title(arm, fontsize=8.5, loc="left")
+        ax.tick_params(labelsize=7.5)
+        handles, labels = ax.get_legend_handles_labels()
+        if right is not None:
+            h2, l2 = right.get_legend_handles_labels()
+            handles, labels = handles + h2, labels + l2
+        ax.legend(handles, labels, frameon=False, fontsize=6.5, loc="lower right")
+    for ax in list(axes.flat)[len(arms):]:
+        ax.set_visible(False)
+    fig.suptitle(title, fontsize=9.5, x=0.01, ha="left", y=1.02)
+    fig.tight_layout()
+    return to_svg(fig, name, title)

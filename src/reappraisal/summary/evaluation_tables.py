@@ -345,12 +345,13 @@ def reward_path_gap_table(contests: pd.DataFrame, s: Settings, sources_by_run) -
         "against) and by a held-out judge (never seen in training). Both win rates estimate the equally "
         "weighted mean of scenario win rates on the contests both scored without error; gap = reward-path "
         "minus held-out, with a t interval on the G per-scenario gaps (G-1 df) and an exact sign-flip p of a "
-        "zero gap. A gain that only the reward path sees is reward hacking, not improvement."
+        "zero gap; 'reading' says which way the reward-path member disagrees when the interval excludes 0. "
+        "A gain that only the reward path sees is reward hacking, not improvement."
     )
     estimand = "mean over scenarios of (reward-path win rate - held-out win rate) on the same contests"
     columns = ["arm", "opponent", "pool", "reward_path_judge", "heldout_judge", "reward_path_win_rate",
-               "heldout_win_rate", "gap", "gap_ci_low", "gap_ci_high", "gap_signflip_p", "scenarios", "contests",
-               "note"]
+               "heldout_win_rate", "gap", "gap_ci_low", "gap_ci_high", "gap_signflip_p", "reading", "scenarios",
+               "contests", "note"]
     kinds = contests["judge_kind"].astype(str)
     if not (kinds == "reward_path").any():
         return not_computable("reward_path_gap", title, caption, estimand, columns,
@@ -374,6 +375,7 @@ def reward_path_gap_table(contests: pd.DataFrame, s: Settings, sources_by_run) -
                     row["gap_ci_low"], row["gap_ci_high"] = stats.cluster_t_interval(diff, s.confidence,
                                                                                      bounds=(-1.0, 1.0))
                     row["gap_signflip_p"] = stats.sign_flip_test(diff, null=0.0).p_value
+                    row["reading"] = _gap_reading(rp_judge, ho_judge, row["gap_ci_low"], row["gap_ci_high"])
                 else:
                     row["note"] = "fewer than 2 scenarios scored by both"
                 rows.append(row)
@@ -382,9 +384,18 @@ def reward_path_gap_table(contests: pd.DataFrame, s: Settings, sources_by_run) -
                ("held-out judge", ("heldout_judge",)), ("reward-path win rate", ("reward_path_win_rate",)),
                ("held-out win rate", ("heldout_win_rate",)), ("gap", ("gap",)),
                ("gap 95% CI", ("gap_ci_low", "gap_ci_high")), ("sign-flip p", ("gap_signflip_p",)),
-               ("contests", ("contests",))]
+               ("reading", ("reading",)), ("contests", ("contests",))]
     return Table("reward_path_gap", title, caption, estimand, pd.DataFrame(rows, columns=columns), sources,
                  display=display)
+
+
+def _gap_reading(rp_judge: str, ho_judge: str, low: float, high: float) -> str:
+    """Which way a reward-path member disagrees with the held-out judge (by the gap interval)."""
+    if low > 0:
+        return f"{rp_judge} rates the arm higher than {ho_judge}"
+    if high < 0:
+        return f"{rp_judge} rates the arm lower than {ho_judge}"
+    return "no disagreement detectable at this number of scenarios"
 
 
 def ablation_table(contests: pd.DataFrame, s: Settings, sources_by_run, health: Mapping[str, Mapping] | None = None,
