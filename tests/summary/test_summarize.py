@@ -173,7 +173,8 @@ def test_index_names_every_table_and_says_what_each_interval_estimates(workspace
     index = json.loads((root / "results/summary/tables/index.json").read_text())
     names = [entry["name"] for entry in index]
     assert names == ["headline", "per_scenario", "per_run", "head_to_head", "ood", "judge_calibration",
-                     "reward_models", "grm", "training_health", "reward_path_gap", "ablation"]
+                     "reward_models", "grm", "training_health", "reward_path_gap", "length_bias", "length_bins",
+                     "ablation"]
     for entry in index:
         assert entry["title"] and entry["caption"] and entry["estimand"] and entry["status"] == "ok"
         for ext in ("csv", "md", "tex"):
