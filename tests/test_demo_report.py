@@ -130,6 +130,7 @@ def test_report_opens_in_headless_chromium(demo_run, tmp_path_factory):
     shot = tmp_path_factory.mktemp("screens") / "demo_report.png"
     seen = render(demo_run / "results/report.html", shot, ensure_chromium(), selectors=("#demo-banner", "#health-table"))
     assert seen.console_errors == [] and seen.failed_requests == []
+    assert seen.overflowing_tables == []  # every table fits the page's text column
     assert [u for u in seen.requests if not u.startswith("file://")] == []
     assert all(box and box["width"] > 300 for box in seen.boxes.values()), seen.boxes
     assert any(f["id"] == "fig-training" and f["width"] > 250 for f in seen.figures)

@@ -100,6 +100,25 @@ def test_bad_config_stops_snakemake_with_the_key_named(clean_copy, override, fra
     assert f"config key '{key}'" in proc.stdout + proc.stderr
 
 
+@pytest.mark.parametrize("part", ["judge", "gold"])
+def test_paper_preset_refuses_the_demo_generators_raters_in_one_line(clean_copy, part):
+    """The panel judge and the gold scorer read the demo generator's rating model: demo preset only."""
+    import yaml
+
+    own = {"preset": "paper", "presets": {"paper": {}}}
+    if part == "judge":
+        own["presets"]["paper"]["evaluation"] = {"judges": ["demo-panel"], "headline_judge": "demo-panel",
+                                                 "calibration": {"candidates": ["demo-panel"]}}
+    else:
+        own["presets"]["paper"]["policy"] = {"gold_scorer": "demo_gold"}
+    (clean_copy / "ours.yaml").write_text(yaml.safe_dump(own))
+    proc = run_snakemake(clean_copy, "results/report.html", "-n", "--configfile", "ours.yaml", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    lines = [line for line in out.splitlines() if "demo preset only" in line]
+    assert len(lines) == 1 and ("demo-panel" in lines[0] if part == "judge" else "policy.gold_scorer" in lines[0]), out
+
+
 @pytest.fixture(scope="module")
 def committed_data_half(tmp_path_factory):
     """A git + DVC copy where Snakemake built the data half (jobs printing the modules they

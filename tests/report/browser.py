@@ -31,6 +31,8 @@ class Rendered:
     figures: list[dict] = field(default_factory=list)
     failed_requests: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
+    #: tables wider than the page's text column: {id or data-table, table width, column width}
+    overflowing_tables: list[dict] = field(default_factory=list)
 
 
 def render(html: Path, screenshot: Path, chromium: str, selectors: tuple[str, ...] = ()) -> Rendered:
@@ -58,6 +60,13 @@ def render(html: Path, screenshot: Path, chromium: str, selectors: tuple[str, ..
                     return {id: f.id, width: r ? r.width : 0, height: r ? r.height : 0,
                             shapes: s ? s.querySelectorAll('path, use').length : 0};
                 })"""
+            )
+            out.overflowing_tables = page.evaluate(
+                """() => { const column = document.querySelector('main').getBoundingClientRect().width;
+                    return [...document.querySelectorAll('main table')].filter(t => !t.closest('details:not([open])'))
+                      .map(t => ({table: t.id || t.dataset.table || t.parentElement.id || '?',
+                                  width: t.getBoundingClientRect().width, column: column}))
+                      .filter(x => x.width > x.column + 1); }"""
             )
             page.screenshot(path=str(screenshot), full_page=True)
         finally:

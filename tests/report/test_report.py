@@ -81,15 +81,18 @@ def test_headline_table_is_the_summary_headline_with_honest_labels(built):
     assert "Percentile cluster bootstrap CI (under-covers)" in cells
     for r in head.to_dict("records"):
         i = cells.index(r["arm"])
-        row = cells[i : i + 14]
-        assert row[3] == f"{r['win_rate']:.3f}"
-        assert row[4] == str(r["contests"])
-        assert row[6] == f"[{r['headline_low']:.3f}, {r['headline_high']:.3f}]"
-        assert row[7] == r["headline_method"]
-        assert row[8] == f"[{r['wilson_low']:.3f}, {r['wilson_high']:.3f}]"
-        assert row[9] == f"[{r['boot_low']:.3f}, {r['boot_high']:.3f}]"
+        row = cells[i : i + 12]
+        assert row[2] == f"{r['win_rate']:.3f}"
+        assert row[3] == str(r["contests"])
+        assert row[5] == f"[{r['headline_low']:.3f}, {r['headline_high']:.3f}]"
+        assert row[6] == f"[{r['wilson_low']:.3f}, {r['wilson_high']:.3f}]"
+        assert row[7] == f"[{r['boot_low']:.3f}, {r['boot_high']:.3f}]"
     caption = json.loads((root / "results/summary/tables/index.json").read_text())[0]["caption"]
     assert caption in text
+    # the judge and the interval method, one per table, are named in the caption
+    headline_caption = text[text.index('id="headline-caption"'):text.index('id="headline-table"')]
+    assert f"Held-out judge: {head['judge'].iloc[0]}" in headline_caption
+    assert head["headline_method"].iloc[0] in headline_caption
     assert "DEMO PRESET" in text and page.ids.get("demo-banner") == "p"
 
 

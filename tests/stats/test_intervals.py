@@ -137,3 +137,12 @@ def test_design_effect_near_one_without_clustering_and_large_with_it():
 def test_design_effect_undefined_without_variance():
     result = design_effect(np.ones(6), np.array(list("aabbcc")))
     assert np.isnan(result.design_effect) and np.isnan(result.effective_n)
+
+
+def test_headline_interval_contains_its_estimate_near_the_bounds():
+    from reappraisal.stats.intervals import cluster_logit_jackknife_interval
+
+    for means in ([0, 0, 0, 0.0417, 0, 0], [1, 1, 0.9583, 1, 1, 1], [0.0, 0.02, 0.0, 0.0, 0.01, 0.0]):
+        theta = sum(means) / len(means)
+        low, high = cluster_logit_jackknife_interval(means, 72)
+        assert low <= theta <= high and high > low, (means, low, high)

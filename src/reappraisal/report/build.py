@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import jinja2
+import numpy as np
 import pandas as pd
 
 from ..atomic import atomic_path
@@ -116,18 +117,33 @@ class TableView:
 def _integral(col: pd.Series) -> bool:
     """A float column holding only whole numbers (counts read back from CSV with a gap)."""
     vals = pd.to_numeric(col, errors="coerce").dropna()
-    return col.dtype.kind == "f" and len(vals) > 0 and bool((vals == vals.round()).all())
+    return col.dtype.kind == "f" and len(vals) > 0 and bool(np.isfinite(vals).all() and (vals == vals.round()).all())
+
+
+def _cell(record: Mapping[str, Any], columns: Sequence[str]) -> str:
+    values = [None if (c not in record or record[c] is pd.NA) else _py(record[c]) for c in columns]
+    if len(columns) == 2:
+        return fmt_interval(*values)
+    return fmt(values[0])
 
 
 def table_view(t: SummaryTable, report_dir: Path) -> TableView:
+    """The table as the page shows it: its ``display`` columns (intervals as one cell) when the summary
+    names them, else every CSV column; the CSV keeps every column either way."""
     df = t.frame.copy()
     for c in df.columns:
         if _integral(df[c]):
             df[c] = df[c].astype("Int64")
+    if t.display:
+        columns = [h for h, _ in t.display]
+        rows = [[_cell(r, cols) for _, cols in t.display] for r in df.to_dict("records")]
+    else:
+        columns = [str(c) for c in df.columns]
+        rows = [[fmt(None if v is pd.NA else _py(v)) for v in row] for row in df.itertuples(index=False)]
     return TableView(
         name=t.name, title=t.title, caption=t.caption, estimand=t.estimand,
-        columns=[str(c) for c in df.columns],
-        rows=[[fmt(None if v is pd.NA else _py(v)) for v in row] for row in df.itertuples(index=False)],
+        columns=columns,
+        rows=rows,
         files={k: _rel(Path(v), report_dir) for k, v in t.files.items()},
         status=t.status, note=t.note,
     )
@@ -148,21 +164,22 @@ def _rel(path: Path, base: Path) -> str:
 
 
 HEADLINE_HEADER = (
-    "Arm", "Opponent", "Judge", "Win rate", "Contests", "Scenarios",
-    "Headline 95% CI", "Headline method", "iid Wilson CI (ignores clustering)",
+    "Arm", "Opponent", "Win rate", "Contests", "Scenarios",
+    "Headline 95% CI", "iid Wilson CI (ignores clustering)",
     "Percentile cluster bootstrap CI (under-covers)",
     "Sign-flip p vs bar", "p vs 0.5", "Smallest p possible", "Errors",
 )
 
 
 def headline_rows(df: pd.DataFrame) -> list[list[str]]:
-    """The model card's table, regenerated: one row per (arm, opponent, judge), honest columns."""
+    """The model card's table, regenerated: one row per (arm, opponent), honest columns (the judge and the
+    headline method, one per table, are named in its caption)."""
     rows = []
     for r in df.to_dict("records"):
         rows.append([
-            str(r["arm"]), str(r["opponent"]), str(r["judge"]), fmt(r["win_rate"], 3), fmt(_py(r["contests"])),
+            str(r["arm"]), str(r["opponent"]), fmt(r["win_rate"], 3), fmt(_py(r["contests"])),
             fmt(_py(r["scenarios"])),
-            fmt_interval(r["headline_low"], r["headline_high"]), fmt(r["headline_method"]),
+            fmt_interval(r["headline_low"], r["headline_high"]),
             fmt_interval(r["wilson_low"], r["wilson_high"]), fmt_interval(r["boot_low"], r["boot_high"]),
             fmt(r["signflip_p_bar"]), fmt(r["signflip_p_half"]), fmt(r["signflip_min_p"]), fmt(_py(r["errors"])),
         ])
@@ -254,8 +271,11 @@ def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Pat
     headline = None
     if "headline" in frames:
         t = frames["headline"]
+        judges = ", ".join(dict.fromkeys(t.frame["judge"].astype(str))) if "judge" in t.frame.columns else None
+        methods = ", ".join(dict.fromkeys(t.frame["headline_method"].astype(str))) if "headline_method" in t.frame.columns else None
         headline = {"caption": t.caption, "estimand": t.estimand, "header": HEADLINE_HEADER, "note": t.note,
-                    "judge_line": None,
+                    "judge_line": f"Judge: {judges}." if judges else None,
+                    "method_line": f"Headline interval: {methods}." if methods else None,
                     "rows": headline_rows(t.frame), "files": table_view(t, report_dir).files, "bar": bar}
         section["headline"]["tables"] = [v for v in section["headline"]["tables"] if v.name != "headline"]
 
@@ -384,10 +404,11 @@ def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Pat
     if headline is not None and calibration is not None:
         judge = calibration["selected"]
         verdict = next(iter((decision.get("verdicts") or {}).get(n, {}) for n in decision.get("selected") or []), {})
-        headline["judge_line"] = (
-            f"Held-out judge: {judge}, selected by calibration against human preference (agreement "
-            f"{fmt(verdict.get('agreement'), 3)} with undecided pairs counted {decision.get('agreement_counted')}, "
-            f"minimum {fmt(decision.get('min_agreement'), 3)})." if judge else None)
+        if judge:
+            headline["judge_line"] = (
+                f"Held-out judge: {judge}, selected by calibration against human preference (agreement "
+                f"{fmt(verdict.get('agreement'), 3)} with undecided pairs counted {decision.get('agreement_counted')}, "
+                f"minimum {fmt(decision.get('min_agreement'), 3)}).")
     cards = [{"path": _rel(a.path, report_dir), "artifact": str(a.path.parent), "sha256": sha256_file(a.path)}
              for a in by_kind.get("model_card", [])]
 

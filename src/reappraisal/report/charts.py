@@ -214,8 +214,9 @@ def interval_small_multiples(df: pd.DataFrame, *, facet: str, category: str, gro
         ax.axhline(0.5, color="#888", lw=0.8, ls=":")
         if bar is not None and math.isfinite(bar):
             ax.axhline(bar, color="#555", lw=0.9, ls="--")
-        long = max(map(len, cats), default=0) > 6
-        ax.set_xticks(range(len(cats)), cats, rotation=30 if long else 0, ha="right" if long else "center", fontsize=7.5)
+        crowded = max(map(len, cats), default=0) > 6 or len(cats) * max(map(len, cats), default=0) > 45
+        ax.set_xticks(range(len(cats)), cats, rotation=60 if crowded else 0, ha="right" if crowded else "center",
+                      fontsize=7 if crowded else 7.5)
         ax.set_xlim(-0.6, len(cats) - 0.4)
         ax.set_ylim(-0.02, 1.02)
         ax.set_title(f, fontsize=8.5, loc="left")
@@ -240,43 +241,48 @@ PROXY_SERIES: tuple[tuple[str, str, str], ...] = (
 
 def gold_proxy_curves(logs: Mapping[str, pd.DataFrame], *, name: str, title: str) -> str:
     """Gao et al.'s picture, one panel per arm: the gold scorer's mean quality of the completions and each proxy
-    the arm is optimised against, per optimizer step (x), with √KL to the reference on a top axis label."""
+    the arm is optimised against, per optimizer step (faint: each step; solid: running mean over about an eighth
+    of the run), with √KL to the reference at the last step under the axis."""
     arms = [a for a, log in logs.items() if "gold" in log.columns and log["gold"].notna().any()]
     if not arms:
         raise ValueError("no training log carries a gold column")
     ncols = min(3, len(arms))
     nrows = math.ceil(len(arms) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(10.5, 2.8 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(10.5, 2.7 * nrows), squeeze=False)
+    legend: dict[str, object] = {}
+    series = (("gold", "gold: expected quality (z)", "#b8860b", "left"),
+              *((col, label, PALETTE[i], axis) for i, (col, label, axis) in enumerate(PROXY_SERIES)))
     for ax, arm in zip(axes.flat, arms):
         log = logs[arm].apply(pd.to_numeric, errors="coerce")
         step = log["step"]
-        ax.plot(step, log["gold"], color="#b8860b", lw=1.8, label="gold: expected quality (z)")
+        window = max(1, len(log) // 8)
         right = None
-        for i, (col, label, axis) in enumerate(PROXY_SERIES):
+        for col, label, color, axis in series:
             if col not in log.columns or not log[col].notna().any():
                 continue
-            color = PALETTE[i]
-            if axis == "left":
-                ax.plot(step, log[col], color=color, lw=1.2, label=label)
-            else:
+            target = ax
+            if axis == "right":
                 right = right or ax.twinx()
-                right.plot(step, log[col], color=color, lw=1.2, ls="--", label=label)
+                target = right
                 right.set_ylim(-0.02, 1.02)
                 right.tick_params(labelsize=7)
+                right.grid(False)
+            target.plot(step, log[col], color=color, lw=0.6, alpha=0.3)
+            (line,) = target.plot(step, log[col].rolling(window, min_periods=1).mean(), color=color, lw=1.8,
+                                  ls="--" if axis == "right" else "-")
+            legend.setdefault(label, line)
         if "kl" in log.columns and log["kl"].notna().any():
-            kl = np.sqrt(np.clip(log["kl"].to_numpy(float), 0, None))
+            kl = np.sqrt(np.clip(log["kl"].dropna().to_numpy(float), 0, None))
             ax.set_xlabel(f"step (√KL at the last step {kl[-1]:.3f})", fontsize=7.5)
         else:
             ax.set_xlabel("step", fontsize=7.5)
+        ax.set_ylabel("z units", fontsize=7.5)
         ax.set_title(arm, fontsize=8.5, loc="left")
         ax.tick_params(labelsize=7.5)
-        handles, labels = ax.get_legend_handles_labels()
-        if right is not None:
-            h2, l2 = right.get_legend_handles_labels()
-            handles, labels = handles + h2, labels + l2
-        ax.legend(handles, labels, frameon=False, fontsize=6.5, loc="lower right")
     for ax in list(axes.flat)[len(arms):]:
         ax.set_visible(False)
-    fig.suptitle(title, fontsize=9.5, x=0.01, ha="left", y=1.02)
+    fig.legend(list(legend.values()), list(legend), frameon=False, fontsize=7.5, ncol=len(legend), loc="upper right",
+               bbox_to_anchor=(1.0, 1.06))
+    fig.suptitle(title, fontsize=9.5, x=0.01, ha="left", y=1.06)
     fig.tight_layout()
     return to_svg(fig, name, title)

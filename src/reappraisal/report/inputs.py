@@ -102,6 +102,19 @@ class SummaryTable:
     files: Mapping[str, str]
     status: str | None = None
     note: str | None = None
+    display: list[tuple[str, tuple[str, ...]]] | None = None
+
+
+def _display(value: Any, where: str) -> list[tuple[str, tuple[str, ...]]] | None:
+    """index.json's optional ``display``: [[heading, [column] or [low, high]], ...]."""
+    if value is None:
+        return None
+    ok = isinstance(value, list) and all(
+        isinstance(d, list) and len(d) == 2 and isinstance(d[0], str) and isinstance(d[1], list)
+        and len(d[1]) in (1, 2) and all(isinstance(c, str) for c in d[1]) for d in value)
+    if not ok:
+        raise DataValidationError("display must be a list of [heading, [column] or [low, high]]", where=where)
+    return [(h, tuple(cols)) for h, cols in value]
 
 
 def _resolve(rel: str, index_path: Path) -> Path:
@@ -135,7 +148,7 @@ def read_tables_index(index_path: Path) -> list[SummaryTable]:
                 name=str(entry["name"]), title=str(entry["title"]), caption=str(entry["caption"]),
                 estimand=entry.get("estimand"), csv=csv, frame=frame,
                 files={k: str(_resolve(v, index_path)) for k, v in files.items()},
-                status=entry.get("status"), note=entry.get("note"),
+                status=entry.get("status"), note=entry.get("note"), display=_display(entry.get("display"), where),
             )
         )
     return tables

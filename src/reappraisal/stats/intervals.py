@@ -204,7 +204,9 @@ def cluster_logit_jackknife_interval(scenario_means, n_contests, confidence: flo
     tail at G = 6, and (c) removes the first-order bias of logit(θ̂) (Jensen).
     The estimand is the equally weighted mean of scenario rates. When all
     scenario means are equal the interval collapses to that value (no
-    between-scenario information), like the other cluster intervals.
+    between-scenario information), like the other cluster intervals. The
+    interval always contains θ̂: near 0 or 1, where the clip dominates the
+    pseudo-values, a bound the bias correction pushed past θ̂ is moved to θ̂.
 
     Raises ``ValueError`` when G < 2, a mean is NaN/inf or outside [0, 1],
     or n_contests < 1.
@@ -227,8 +229,11 @@ def cluster_logit_jackknife_interval(scenario_means, n_contests, confidence: flo
     t = stats.t.ppf(0.5 + confidence / 2.0, df=g - 1)
     flat = np.ptp(means, axis=-1) == 0
     theta = theta[..., 0]
-    low = np.where(flat, theta, _expit(centre - t * se))
-    high = np.where(flat, theta, _expit(centre + t * se))
+    # Near 0 or 1 the leave-one-out means hit the clip and the bias correction can push the whole
+    # interval past the estimate (e.g. rates [0, 0, 0, 0.04, 0, 0] gave [0.002, 0.005] around 0.007):
+    # an interval always contains its own estimate, so the violated bound is moved to it.
+    low = np.minimum(np.where(flat, theta, _expit(centre - t * se)), theta)
+    high = np.maximum(np.where(flat, theta, _expit(centre + t * se)), theta)
     return _scalar_or_array(low), _scalar_or_array(high)
 
 

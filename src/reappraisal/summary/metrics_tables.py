@@ -90,8 +90,13 @@ def judge_calibration_table(doc: Mapping | None, source: str) -> Table:
             "first_slot_p": _num(bias.get("p_value")),
             "accepted_weak": bool(decision.get("accepted_weak", doc.get("accepted_weak", False))),
         })
+    display = [("judge", ("judge",)), ("used", ("selected",)), ("passed", ("passed",)),
+               ("agreement (undecided wrong)", ("agreement_strict",)), ("(as 0.5)", ("agreement_half",)),
+               ("(dropped)", ("agreement_dropped",)), ("minimum", ("min_agreement",)), ("κ", ("kappa",)),
+               ("pairs", ("n_separated_pairs",)), ("errors", ("errors",)),
+               ("position consistency", ("position_consistency",)), ("first-slot p", ("first_slot_p",))]
     return Table("judge_calibration", title, caption, estimand, pd.DataFrame(rows, columns=JUDGE_COLUMNS),
-                 [(source,)] * len(rows))
+                 [(source,)] * len(rows), display=display)
 
 
 RM_COLUMNS = [
@@ -145,8 +150,13 @@ def reward_models_table(doc: Mapping | None, source: str) -> Table:
     rows.append(row)
     if ensemble.get("pairwise_mean_only"):
         rows.append(_accuracy_row("ensemble_mean_only", ensemble.get("pairwise_mean_only")))
+    display = [("model", ("model",)), ("accuracy", ("accuracy",)), ("95% CI", ("ci_low", "ci_high")),
+               ("iid Wilson (ignores clustering)", ("wilson_low", "wilson_high")), ("pairs", ("n_pairs",)),
+               ("scenarios", ("scenarios",)), ("Spearman within", ("spearman_within",)), ("best of", ("best_of_n",)),
+               ("best-of-N beats random", ("best_of_n_win_vs_random",)),
+               ("best-of-N 95% CI", ("best_of_n_ci_low", "best_of_n_ci_high")), ("note", ("note",))]
     return Table("reward_models", title, caption, estimand, pd.DataFrame(rows, columns=RM_COLUMNS),
-                 [(source,)] * len(rows))
+                 [(source,)] * len(rows), display=display)
 
 
 GRM_COLUMNS = [
@@ -185,7 +195,12 @@ def grm_table(doc: Mapping | None, source: str) -> Table:
             "second_slot_both": _num(bias.get("n_second_slot_both")), "first_slot_p": _num(bias.get("p_value")),
             "agreement_half": _num(agreement.get("agreement_half")), "kappa": _num(agreement.get("kappa")),
         })
-    return Table("grm", title, caption, estimand, pd.DataFrame(rows, columns=GRM_COLUMNS), [(source,)] * len(rows))
+    display = [("model", ("model",)), ("mode", ("mode",)), ("accuracy", ("accuracy",)), ("95% CI", ("ci_low", "ci_high")),
+               ("pairs", ("n_pairs",)), ("unparseable", ("error_rate",)),
+               ("position consistency", ("position_consistency",)), ("flips", ("flip_rate",)),
+               ("first-slot p", ("first_slot_p",)), ("κ", ("kappa",))]
+    return Table("grm", title, caption, estimand, pd.DataFrame(rows, columns=GRM_COLUMNS), [(source,)] * len(rows),
+                 display=display)
 
 
 def _flip_rate(position: Mapping):
@@ -205,8 +220,11 @@ def _tie_rate(position: Mapping):
 
 HEALTH_COLUMNS = [
     "arm", "verdict", "failed", "steps", "kl_max", "entropy_ratio", "reward_std_last", "clipped_ratio_last",
-    "gate_pass_last", "reward_first", "reward_last", "trained_here", "note",
+    "gate_pass_last", "reward_first", "reward_last", "gold_first", "gold_last", "proxy_rm_first", "proxy_rm_last",
+    "trained_here", "note",
 ]
+#: Steps averaged at each end of the training log for the gold/proxy columns (per-step values are noisy).
+GOLD_WINDOW = 10
 
 
 def training_health_table(arms: Sequence[str], health: Mapping[str, Mapping | None],
@@ -216,7 +234,9 @@ def training_health_table(arms: Sequence[str], health: Mapping[str, Mapping | No
         "Per arm, the health verdict of its GRPO run with the config's thresholds (policy.health): KL to the "
         "reference bounded (largest per-step KL), entropy alive (last window / first window), reward std "
         "alive (groups still disagree), truncation at the length limit low, format gate passed; reward at the "
-        "first and last logged step from the training log. An arm trained elsewhere has no log."
+        "first and last logged step from the training log. Gold (a log-only scorer, never optimized: the demo's "
+        f"rating model) and the ensemble proxy are means over the first and last {GOLD_WINDOW} logged steps; "
+        "empty when no gold scorer is configured. An arm trained elsewhere has no log."
     )
     estimand = "per-run training diagnostics (no sampling interval)"
     if not arms:
@@ -239,6 +259,18 @@ def training_health_table(arms: Sequence[str], health: Mapping[str, Mapping | No
             rewards = pd.to_numeric(log["reward"], errors="coerce").dropna()
             if len(rewards):
                 row.update(reward_first=float(rewards.iloc[0]), reward_last=float(rewards.iloc[-1]))
+            for column, key in (("gold", "gold"), ("rm_score", "proxy_rm")):
+                values = pd.to_numeric(log[column], errors="coerce").dropna() if column in log.columns else pd.Series()
+                if len(values):
+                    row.update({f"{key}_first": float(values.iloc[:GOLD_WINDOW].mean()),
+                                f"{key}_last": float(values.iloc[-GOLD_WINDOW:].mean())})
         rows.append(row)
         row_sources.append(tuple(sources.get(arm, ())))
-    return Table("training_health", title, caption, estimand, pd.DataFrame(rows, columns=HEALTH_COLUMNS), row_sources)
+    display = [("arm", ("arm",)), ("verdict", ("verdict",)), ("failed", ("failed",)), ("steps", ("steps",)),
+               ("max KL", ("kl_max",)), ("entropy ratio", ("entropy_ratio",)), ("reward std", ("reward_std_last",)),
+               ("truncated", ("clipped_ratio_last",)), ("gate pass", ("gate_pass_last",)),
+               ("reward first", ("reward_first",)), ("reward last", ("reward_last",)),
+               ("gold first", ("gold_first",)), ("gold last", ("gold_last",)),
+               ("proxy (ensemble) first", ("proxy_rm_first",)), ("proxy last", ("proxy_rm_last",))]
+    return Table("training_health", title, caption, estimand, pd.DataFrame(rows, columns=HEALTH_COLUMNS), row_sources,
+                 display=display)

@@ -278,6 +278,8 @@ def write_outputs(tables: Mapping[str, Table], ledger: dict, out_tables: Path, o
         index.append({
             "name": name, "title": table.title, "caption": table.caption, "estimand": table.estimand,
             "status": table.status, "note": table.note, "n_rows": int(len(table.frame)),
+            # what a reader is shown (Markdown, LaTeX, the report): [heading, [column] or [low, high]]
+            "display": [[h, list(cols)] for h, cols in table.display] if table.display else None,
             "files": {ext: _rel(out_tables / f"{name}.{ext}", root) for ext in ("csv", "md", "tex")},
         })
     with atomic_dir(out_tables) as tmp:
