@@ -30,6 +30,8 @@ rule train_demo_judge:
         spec=lambda w: get_judge_files([config["evaluation"]["demo_judge"]["spec"]]),
     output:
         model=directory("results/evaluation/judge"),
+    # on the core the GRM's training leaves free, so calibration never waits at the end
+    priority: 15
     params:
         cfg=lambda w: section_file("evaluation", "data"),
         base=lambda w: config["base_models"]["judge_base"],
@@ -53,6 +55,7 @@ rule calibrate_judge:
     output:
         calibration="results/evaluation/judge_calibration.json",
         judgments="results/evaluation/calibration/judgments.parquet",
+    priority: 15
     params:
         cfg=lambda w: section_file("evaluation", "data"),
         cache=lambda w: get_judge_cache_dir("calibration"),
