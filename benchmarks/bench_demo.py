@@ -1,0 +1,99 @@
+"""Wall time of the demo (`snakemake --cores 2 results/report.html`) from fresh clones, side by side with a baseline.
+
+Each run clones the repository at a commit into a new temporary folder (a fresh checkout: no results, no
+.snakemake), links the project's installed ``.venv`` into it, and times the README's demo command. Runs of
+the commit under test and of the baseline alternate, so a slower or faster spell of the machine hits both.
+Per run it prints the wall time and the three slowest rules (from Snakemake's own job timestamps); at the end,
+mean / min / max per commit and the ratio to the baseline's mean.
+
+    python benchmarks/bench_demo.py --runs 3 --baseline b1fd9fa      # HEAD vs a baseline commit
+    python benchmarks/bench_demo.py --runs 3                         # HEAD alone
+
+Run it with nothing else on the machine: the demo uses both cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+_STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
+_RULE = re.compile(r"^(?:local)?rule (\w+):$")
+_DONE = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)$")
+_JOBID = re.compile(r"^\s+jobid: (\d+)$")
+
+
+def rule_seconds(log: str) -> dict[str, float]:
+    """Seconds each rule's jobs ran (summed over its jobs), from Snakemake's timestamped log."""
+    now = None
+    started: dict[str, tuple[str, datetime]] = {}
+    pending_rule = None
+    totals: dict[str, float] = {}
+    for line in log.splitlines():
+        if m := _STAMP.match(line.strip()):
+            now = datetime.strptime(m.group(1), "%a %b %d %H:%M:%S %Y")
+        elif m := _RULE.match(line.strip()):
+            pending_rule = m.group(1)
+        elif (m := _JOBID.match(line)) and pending_rule and now is not None:
+            started[m.group(1)] = (pending_rule, now)
+            pending_rule = None
+        elif (m := _DONE.match(line.strip())) and now is not None and m.group(1) in started:
+            rule, t0 = started.pop(m.group(1))
+            totals[rule] = totals.get(rule, 0.0) + (now - t0).total_seconds()
+    return totals
+
+
+def one_run(commit: str, cores: int) -> tuple[float, dict[str, float]]:
+    with tempfile.TemporaryDirectory(prefix="bench_demo_") as tmp:
+        repo = Path(tmp) / "repo"
+        subprocess.run(["git", "clone", "-q", str(REPO), str(repo)], check=True)
+        subprocess.run(["git", "checkout", "-q", commit], cwd=repo, check=True)
+        (repo / ".venv").symlink_to(REPO / ".venv")
+        t0 = time.perf_counter()
+        proc = subprocess.run([str(REPO / ".venv/bin/snakemake"), "--cores", str(cores), "results/report.html"],
+                              cwd=repo, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        if proc.returncode != 0:
+            sys.stderr.write(proc.stderr[-3000:])
+            raise SystemExit(f"the demo failed at {commit} (exit {proc.returncode})")
+        return wall, rule_seconds(proc.stderr + proc.stdout)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--commit", default="HEAD")
+    ap.add_argument("--baseline", default=None, help="a commit to time side by side (alternating runs)")
+    ap.add_argument("--cores", type=int, default=2)
+    args = ap.parse_args(argv)
+    if not (REPO / ".venv/bin/snakemake").exists():
+        raise SystemExit("install first: bash scripts/install.sh")
+    resolve = lambda ref: subprocess.run(["git", "rev-parse", "--short", ref], cwd=REPO, capture_output=True,  # noqa: E731
+                                         text=True, check=True).stdout.strip()
+    commits = [resolve(args.commit)] + ([resolve(args.baseline)] if args.baseline else [])
+    walls: dict[str, list[float]] = {c: [] for c in commits}
+    for i in range(args.runs):
+        for commit in commits:
+            wall, rules = one_run(commit, args.cores)
+            walls[commit].append(wall)
+            slowest = ", ".join(f"{r} {s:.0f} s" for r, s in sorted(rules.items(), key=lambda kv: -kv[1])[:3])
+            print(f"run {i + 1} {commit}: {wall:.1f} s ({wall / 60:.2f} min); slowest rules: {slowest}", flush=True)
+    print("\n| commit | runs | mean | min | max | ratio to baseline |\n|---|---|---|---|---|---|")
+    base = statistics.mean(walls[commits[-1]]) if args.baseline else None
+    for commit, w in walls.items():
+        ratio = f"{statistics.mean(w) / base:.2f}" if base else "—"
+        print(f"| {commit} | {len(w)} | {statistics.mean(w):.1f} s | {min(w):.1f} s | {max(w):.1f} s | {ratio} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
