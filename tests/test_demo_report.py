@@ -80,7 +80,8 @@ def test_the_demo_measures_with_a_calibrated_panel_judge(demo_run):
         row = head[(head["arm"] == "committee") & (head["opponent"] == opponent)].iloc[0]
         assert f"<td>{opponent}</td>" in table
         assert f"[{row['headline_low']:.3f}, {row['headline_high']:.3f}]" in table
-    assert "Held-out judge: demo-panel" in table
+    caption = html[html.index('id="headline-caption"'):html.index('id="headline-table"')]
+    assert "Held-out judge: demo-panel" in caption and "agreement 0.8" in caption
     for figure in ('id="fig-forest"', 'id="fig-gold-proxy"', 'id="table-length_bias"', 'id="table-length_bins"'):
         assert figure in html, figure
     for arm in ARMS:

@@ -123,10 +123,10 @@ def test_the_panel_reads_no_file_the_pipeline_writes(tmp_path):
 
 def test_the_paper_preset_refuses_a_panel_judge_in_one_line(panel):
     with pytest.raises(ConfigError) as err:
-        check_panel_allowed(panel, "paper")
+        check_panel_allowed(panel, preset="paper", data_source="osf")
     message = str(err.value)
     assert "\n" not in message and "demo-panel" in message and "demo preset only" in message
-    check_panel_allowed(panel, "demo")  # allowed there
+    check_panel_allowed(panel, preset="demo", data_source="bundled")  # allowed there
 
 
 def test_a_panel_judge_needs_a_pattern_that_reads_its_reply():

@@ -76,7 +76,8 @@ def test_gold_is_logged_beside_the_proxy_and_never_enters_the_reward(tmp_path, w
     assert (log["reward"] - log["committee_reward"]).abs().max() < 1e-6
     with pytest.raises(ConfigError, match="demo preset only"):
         train_policy(arm=COMMITTEE, policy=dict(POLICY, gold_scorer="demo_gold"), model_dir=warm_policy,
-                     vignettes=vignettes, out_dir=tmp_path / "paper", scorers=fakes, seed=0, preset="paper")
+                     vignettes=vignettes, out_dir=tmp_path / "paper", scorers=fakes, seed=0, preset="paper",
+                     data_source="osf")
     # without a gold scorer the column stays empty
     plain = pd.read_csv(_train_plain(tmp_path, warm_policy, vignettes) / "training_log.csv")
     assert "gold" not in plain.columns or plain["gold"].isna().all()

@@ -170,14 +170,15 @@ from reappraisal.evaluation.panel import check_panel_allowed as _check_panel_all
 
 
 def check_demo_only_parts():
-    """The demo generator's rating model (a panel judge, the gold scorer) is refused on every other preset."""
+    """The demo generator's rating model (a panel judge, the gold scorer) is refused unless the data are bundled."""
     from reappraisal.policy.gold import check_gold_scorer
 
     ev = config["evaluation"]
     try:
         for name in dict.fromkeys([*ev["judges"], *ev["calibration"]["candidates"]]):
-            _check_panel_allowed(_load_judge(name, ev["judges_dir"]), config["preset"])
-        check_gold_scorer(config["policy"]["gold_scorer"], config["preset"])
+            _check_panel_allowed(_load_judge(name, ev["judges_dir"]), preset=config["preset"],
+                                 data_source=config["data"]["source"])
+        check_gold_scorer(config["policy"]["gold_scorer"], preset=config["preset"], data_source=config["data"]["source"])
     except ConfigError as exc:
         raise WorkflowError(str(exc)) from None
 

@@ -105,7 +105,7 @@ rule judge:
         contests="results/evaluation/run{run}/contests.parquet",
     priority: 10
     params:
-        cfg=lambda w: section_file("evaluation", "policy", "reward", "grm"),
+        cfg=lambda w: section_file("evaluation", "policy", "reward", "grm", "data"),
         generations=lambda w, input: os.path.dirname(input.generations[0]),
         cache=lambda w: get_judge_cache_dir(f"run{w.run}"),
         rm_flag=lambda w, input: ("--rm-dirs " + " ".join(input.rm)) if input.get("rm") else "",

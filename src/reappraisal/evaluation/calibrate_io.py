@@ -52,7 +52,7 @@ def calibrate(targets: pd.DataFrame, vignettes: pd.DataFrame, params: dict, *, c
     numbers, tables = {}, []
     for name in cal["candidates"]:
         spec = load_judge(name, ev.get("judges_dir") or JUDGES_DIR)
-        check_panel_allowed(spec, params["preset"])
+        check_panel_allowed(spec, preset=params["preset"], data_source=(params.get("data") or {}).get("source"))
         with ReplyCache(Path(cache_dir) / f"{name}.jsonl") as cache:
             table, _ = judge_contests(contests, scenarios, spec, run="calibration", cache=cache,
                                       fingerprint=judge_fingerprint(spec),

@@ -113,7 +113,7 @@ def judge_run(run: int, contests: pd.DataFrame, scenarios: dict[str, str], param
     frames = []
     for name in ev["judges"]:
         spec = load_judge(name, ev.get("judges_dir") or JUDGES_DIR)
-        check_panel_allowed(spec, params["preset"])
+        check_panel_allowed(spec, preset=params["preset"], data_source=(params.get("data") or {}).get("source"))
         with ReplyCache(Path(cache_dir) / f"{name}.jsonl") as cache:
             table, stats = judge_contests(contests, scenarios, spec, run=run, cache=cache,
                                           fingerprint=judge_fingerprint(spec),

@@ -16,7 +16,10 @@ two orders of a contest are read by independent panels, and runs are
 independent.
 
 The panel exists only for the demo's synthetic data (its generator is the
-rating model): :func:`check_panel_allowed` refuses it on any other preset.
+rating model): :func:`check_panel_allowed` refuses it unless the preset's
+data are bundled (the paper preset's OSF data never are). A preset of your own
+made from the demo's (your export as bundled data) keeps it, and calibration
+then measures it against your raters: replace it with a real judge.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from ..errors import ConfigError
 from .judge_spec import SLOTS, JudgeSpec
 
 Conversation = Sequence[Mapping[str, str]]
-PANEL_PRESETS = ("demo",)
+#: Data sources a panel may judge: the bundled (demo) data its rating model generated, never OSF's real ratings.
+PANEL_DATA_SOURCES = ("bundled",)
 _GROUPS = {"{scenario}": "scenario", "{answer_a}": "answer_a", "{answer_b}": "answer_b"}
 
 
@@ -52,13 +56,14 @@ def panel_fingerprint() -> str:
     return f"panel:{digest.hexdigest()}"
 
 
-def check_panel_allowed(spec: JudgeSpec, preset: str) -> None:
-    """A panel judge is the demo generator's raters: refuse it on every other preset (one line)."""
-    if spec.backend == "panel" and preset not in PANEL_PRESETS:
+def check_panel_allowed(spec: JudgeSpec, *, preset: str, data_source: str | None) -> None:
+    """A panel judge is the demo generator's raters: refused unless the data are bundled (the demo's), one line."""
+    if spec.backend == "panel" and data_source not in PANEL_DATA_SOURCES:
         raise ConfigError(
             f"judge {spec.name!r} is a simulated rater panel (backend: panel), which reads the demo generator's "
-            f"rating model and exists on the demo preset only; preset {preset!r} needs a real judge "
-            "(e.g. llama-3.1-70b-instruct)", where=spec.path or f"workflow/judges/{spec.name}.yaml")
+            f"rating model and exists for the demo preset only (bundled data); preset {preset!r} "
+            f"(data.source {data_source!r}) needs a real judge (e.g. llama-3.1-70b-instruct)",
+            where=spec.path or f"workflow/judges/{spec.name}.yaml")
 
 
 class PanelBackend:

@@ -12,8 +12,9 @@ committee alone.
 
 ``policy.gold_scorer`` in the config names the scorer; ``null`` (the paper
 preset's default) logs none and the training log's gold columns stay empty.
-The demo's gold exists only for the demo's synthetic data, so every other
-preset refuses ``demo_gold`` with one line.
+The demo's gold exists only for the demo's synthetic data, so a preset whose
+data are not bundled (the paper preset's OSF data) refuses ``demo_gold`` with
+one line.
 """
 
 from __future__ import annotations
@@ -25,20 +26,20 @@ from reappraisal.errors import ConfigError
 from .answer import decode_completions, extract_answer
 
 GOLD_SCORERS = ("demo_gold",)
-GOLD_PRESETS = ("demo",)
+GOLD_DATA_SOURCES = ("bundled",)
 
 
-def check_gold_scorer(name: str | None, preset: str) -> None:
-    """``name`` is a known log-only scorer allowed on ``preset`` (None: no gold logged)."""
+def check_gold_scorer(name: str | None, *, preset: str, data_source: str | None) -> None:
+    """``name`` is a known log-only scorer allowed with these data (None: no gold logged)."""
     if name is None:
         return
     if name not in GOLD_SCORERS:
         raise ConfigError(f"unknown gold scorer {name!r} (known: {', '.join(GOLD_SCORERS)} or null)",
                           where="config key 'policy.gold_scorer'")
-    if preset not in GOLD_PRESETS:
-        raise ConfigError(f"gold scorer {name!r} is the demo generator's rating model and exists on the demo preset "
-                          f"only; set policy.gold_scorer: null on preset {preset!r}",
-                          where="config key 'policy.gold_scorer'")
+    if data_source not in GOLD_DATA_SOURCES:
+        raise ConfigError(f"gold scorer {name!r} is the demo generator's rating model and exists for the demo preset "
+                          f"only (bundled data); set policy.gold_scorer: null on preset {preset!r} "
+                          f"(data.source {data_source!r})", where="config key 'policy.gold_scorer'")
 
 
 class GoldQualityLog:

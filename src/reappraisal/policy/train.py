@@ -140,6 +140,7 @@ def train_policy(
     judges_spec: Mapping[str, Any] | None = None,
     rewards_log: str | Path | None = None,
     preset: str = "demo",
+    data_source: str | None = "bundled",
 ) -> dict[str, Any]:
     """Train ``arm`` from ``model_dir``; write ``out_dir/{model/, training_log.csv, health.json}``.
 
@@ -149,7 +150,7 @@ def train_policy(
     ``out_dir/checkpoints``) when it was made with the same settings, prompts
     and judges (``judges_spec`` describes the judges for that comparison).
     ``rewards_log``: see :class:`~reappraisal.policy.reward_adapter.CommitteeReward`.
-    ``policy.gold_scorer`` (checked against ``preset``) adds a log-only gold
+    ``policy.gold_scorer`` (checked against ``preset`` and its ``data_source``) adds a log-only gold
     reward function (:mod:`reappraisal.policy.gold`).
     Returns the health verdict (on the main process; ``{}`` on the others).
     """
@@ -171,7 +172,7 @@ def train_policy(
     if not rows:
         raise PipelineInputError("no vignette of pool 'train'", where="vignettes")
     gold_scorer = policy["gold_scorer"]
-    check_gold_scorer(gold_scorer, preset)
+    check_gold_scorer(gold_scorer, preset=preset, data_source=data_source)
     settings = grpo_settings(policy, seed=seed, output_dir=work_dir)
     args = GRPOConfig(**settings)  # first: it sets up the distributed state every later check reads
     state = PartialState()
@@ -352,7 +353,7 @@ def cli_main(argv: Sequence[str]) -> int:
         arm=arm, policy=policy, model_dir=args.model_dir, vignettes=vignettes, out_dir=args.out_dir,
         scorers=lambda device: build_scorers(judges, targets=targets, vignettes=vignettes, device=device),
         seed=int(params.get("seed", 0)), judges_spec=judges, rewards_log=args.rewards_log,
-        preset=str(params.get("preset", "demo")),
+        preset=str(params.get("preset", "demo")), data_source=(params.get("data") or {}).get("source"),
     )
     if health:
         print(json.dumps({"arm": arm.name, "verdict": health["verdict"], "failed": health["failed"]}))

@@ -93,6 +93,13 @@ def fmt(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
+def fmt_rate(value: Any, digits: int = 3) -> str:
+    """A rate on the scale of its interval: fixed ``digits`` places (0.007, not 0.0069 beside [0.002, 0.007])."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{float(value):.{digits}f}"
+
+
 def fmt_interval(lo: Any, hi: Any, digits: int = 3) -> str:
     if lo is None or hi is None or (isinstance(lo, float) and math.isnan(lo)) or (isinstance(hi, float) and math.isnan(hi)):
         return "—"
@@ -177,7 +184,7 @@ def headline_rows(df: pd.DataFrame) -> list[list[str]]:
     rows = []
     for r in df.to_dict("records"):
         rows.append([
-            str(r["arm"]), str(r["opponent"]), fmt(r["win_rate"], 3), fmt(_py(r["contests"])),
+            str(r["arm"]), str(r["opponent"]), fmt_rate(r["win_rate"]), fmt(_py(r["contests"])),
             fmt(_py(r["scenarios"])),
             fmt_interval(r["headline_low"], r["headline_high"]),
             fmt_interval(r["wilson_low"], r["wilson_high"]), fmt_interval(r["boot_low"], r["boot_high"]),
