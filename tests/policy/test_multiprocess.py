@@ -104,7 +104,8 @@ def _train_policy_command(tmp_path, warm_policy, judges, vignettes, targets, **p
                     save_steps=1, max_completion_length=40, health={"window": 2})
     settings.update(policy)
     params = {"policy": settings, "reward": judges["reward"], "grm": judges["grm"],
-              "data": {"dimensions": ["effectiveness"], "primary_dimension": "effectiveness"}, "seed": 0, "preset": "demo"}
+              "data": dict(load_config()["data"], dimensions=["effectiveness"], primary_dimension="effectiveness"),
+              "seed": 0, "preset": "demo"}
     out = tmp_path / "committee"
     return ["-m", "reappraisal", "train-policy", "--arm", "committee", "--model-dir", str(warm_policy),
             "--vignettes", str(paths["vignettes"]), "--targets", str(paths["targets"]),
