@@ -1,0 +1,555 @@
+"""Paper-scale throughput and memory on one CUDA GPU, random-init models at the real architectures.
+
+Every part runs the project's own code path (the reward ensemble's batched scorer, the GRM's pairwise
+model, TRL's GRPOTrainer with the committee reward, the OpenAI-compatible judge client) on models built
+from the published architecture numbers with random weights (no hub access), with a tokenizer trained
+here on the demo's texts and the models' embedding tables at the real vocabulary size, so shapes and
+memory are real while no weights are downloaded. Random weights never stop early: every generation
+runs to its length limit, the worst case for time.
+
+Parts (each beside its baseline in the same run; a part that cannot run is reported, the rest still run):
+
+1. ``rm``: reward ensemble scoring, 3 seeds of Qwen3-1.7B × 96 candidates at 512 tokens, batched scorer vs
+   the model card's one-at-a-time snippet (target ≥ 5×).
+2. ``grm``: 96 pairwise verdicts × 2 orders with the GRM (Qwen3-1.7B): ``generate`` mode with the HF
+   engine, with vLLM when it is installed (``load_format="dummy"``), and ``logprob`` mode; verdicts/s.
+3. ``grpo``: one GRPO step of the policy (Qwen3-4B) with the card's shapes (12 generations, completions up
+   to 2,048 tokens, β 0.04, bf16, gradient checkpointing) on one GPU, rewarded by the committee (parts 1
+   and 2's models): step time split into generation, reward and the rest (log-probs, update); peak memory.
+4. ``committee_share``: the reward's share of that step (target ≤ 20 %), and the card's 4×H100 ZeRO-2 run
+   extrapolated from it (the assumptions are written into the result).
+5. ``judge``: an 8B-shaped judge (Llama-3.1-8B) served by ``vllm serve --load-format dummy`` and asked
+   through the project's OpenAI-compatible backend (concurrency 16); verdicts/s, with 70B/TP4 scaled as an
+   estimate. Needs vLLM.
+
+``--dry``: tiny sizes on the CPU in seconds (what the test suite runs, so the script cannot rot).
+Writes ``<out>/gpu_bench.json`` and ``<out>/gpu_bench.md``.
+
+    python benchmarks/gpu/bench_gpu.py --out benchmarks/gpu/results          # on a CUDA machine
+    python benchmarks/gpu/bench_gpu.py --dry --out /tmp/gpu_dry               # anywhere
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "src"))
+
+#: Published architecture numbers (the models' config.json on the hub), written here: no hub access.
+ARCHITECTURES: dict[str, dict[str, Any]] = {
+    "qwen3-1.7b": dict(model_type="qwen3", hidden_size=2048, intermediate_size=6144, num_hidden_layers=28,
+                       num_attention_heads=16, num_key_value_heads=8, head_dim=128, vocab_size=151936,
+                       rope_theta=1_000_000.0, max_position_embeddings=40960, tie_word_embeddings=True),
+    "qwen3-4b": dict(model_type="qwen3", hidden_size=2560, intermediate_size=9728, num_hidden_layers=36,
+                     num_attention_heads=32, num_key_value_heads=8, head_dim=128, vocab_size=151936,
+                     rope_theta=5_000_000.0, max_position_embeddings=262144, tie_word_embeddings=True),
+    "llama-3.1-8b": dict(model_type="llama", hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                         num_attention_heads=32, num_key_value_heads=8, head_dim=128, vocab_size=128256,
+                         rope_theta=500_000.0, max_position_embeddings=131072, tie_word_embeddings=False),
+}
+DRY_ARCH = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, head_dim=16, vocab_size=4096, max_position_embeddings=4096)
+
+
+@dataclass
+class Sizes:
+    """The shapes each part runs at (the card's on a GPU, tiny with ``--dry``)."""
+
+    candidates: int = 96
+    rm_max_length: int = 512
+    rm_seeds: int = 3
+    rm_batch: int = 32
+    grm_pairs: int = 96
+    grm_new_tokens: int = 256
+    grm_batch: int = 64
+    generations: int = 12
+    completion_length: int = 2048
+    committee_grm_new_tokens: int = 256
+    judge_verdicts: int = 240
+    judge_max_tokens: int = 512
+    reference_repeats: int = 1
+
+    @classmethod
+    def dry(cls) -> "Sizes":
+        return cls(candidates=8, rm_max_length=64, rm_seeds=3, rm_batch=4, grm_pairs=4, grm_new_tokens=4, grm_batch=8,
+                   generations=4, completion_length=8, committee_grm_new_tokens=4, judge_verdicts=8,
+                   judge_max_tokens=8)
+
+
+@dataclass
+class Part:
+    name: str
+    status: str = "not run"  # ok | skipped | failed
+    reason: str | None = None
+    figures: dict[str, Any] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------------- set-up
+
+def device_and_dtype(dry: bool):
+    import torch
+
+    if dry:
+        return torch.device("cpu"), torch.float32
+    if not torch.cuda.is_available():
+        raise SystemExit("no CUDA device: run with --dry for the CPU check")
+    return torch.device("cuda"), torch.bfloat16
+
+
+def tokenizer():
+    """The demo's kind of tokenizer (byte-level BPE with the Qwen3 chat template), trained on the demo texts."""
+    from reappraisal.base_models.prompts import GRM_SYSTEM_PROMPT, GRM_USER_TEMPLATE
+    from reappraisal.base_models.tiny import train_tokenizer
+    from reappraisal.data.demo_generator import OOD_VIGNETTES, TRAIN_VIGNETTES
+    from reappraisal.policy.prompts import SYSTEM_PROMPT, USER_TEMPLATE
+    from reappraisal.reward.prompts import PROMPT_TEMPLATE
+
+    corpus = [v.text for v in TRAIN_VIGNETTES + OOD_VIGNETTES] + [t for v in TRAIN_VIGNETTES for t in v.gpt4]
+    corpus += [SYSTEM_PROMPT, USER_TEMPLATE, GRM_SYSTEM_PROMPT, GRM_USER_TEMPLATE, PROMPT_TEMPLATE, "ANSWER: A", "ANSWER: B"]
+    return train_tokenizer(corpus, vocab_size=2048)
+
+
+def config_for(name: str, tok, dry: bool, **extra):
+    """A transformers config of the named architecture (or the tiny one) for ``tok`` at the real vocab size."""
+    from transformers import LlamaConfig, Qwen3Config
+
+    arch = dict(ARCHITECTURES[name])
+    model_type = arch.pop("model_type")
+    if dry:
+        arch.update(DRY_ARCH)
+    arch["vocab_size"] = max(arch["vocab_size"], len(tok))
+    cls = Qwen3Config if model_type == "qwen3" else LlamaConfig
+    return cls(pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=None, **arch, **extra)
+
+
+def build(model_cls, config, device, dtype, seed: int):
+    import torch
+
+    torch.manual_seed(seed)
+    with torch.device(device):
+        model = model_cls(config).to(dtype)
+    if getattr(model, "generation_config", None) is not None:
+        model.generation_config.pad_token_id = config.pad_token_id
+        model.generation_config.eos_token_id = config.eos_token_id
+    return model.eval()
+
+
+def texts(n: int, words: int, seed: int = 0) -> tuple[list[str], list[str]]:
+    """``n`` (scenario, answer) pairs from the demo's scenarios, answers ``words`` words long."""
+    import numpy as np
+
+    from reappraisal.data.demo_generator import TRAIN_VIGNETTES
+
+    rng = np.random.default_rng(seed)
+    bank = " ".join(t for v in TRAIN_VIGNETTES for t in (*v.gpt4, *v.specific_alts)).split()
+    scen = [TRAIN_VIGNETTES[i % len(TRAIN_VIGNETTES)].text for i in range(n)]
+    ans = [" ".join(rng.choice(bank, size=words)) for _ in range(n)]
+    return scen, ans
+
+
+def timed(fn: Callable, *args, sync=None, **kwargs):
+    if sync:
+        sync()
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    if sync:
+        sync()
+    return out, time.perf_counter() - t0
+
+
+def cuda_sync(device):
+    import torch
+
+    return torch.cuda.synchronize if device.type == "cuda" else None
+
+
+def peak_memory_gib(device) -> float | None:
+    import torch
+
+    return round(torch.cuda.max_memory_allocated() / 2**30, 2) if device.type == "cuda" else None
+
+
+def reset_peak(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+
+
+def vllm_available() -> str | None:
+    try:
+        import vllm  # noqa: F401  (optional: the paper preset's engine)
+    except Exception as exc:  # any import failure means "not usable here"
+        return f"vLLM not importable ({type(exc).__name__})"
+    return None
+
+
+# -------------------------------------------------------------------------------------------- parts
+
+def part_rm(ctx: dict) -> dict:
+    """Batched ensemble scorer vs the card's snippet, one candidate and one seed at a time."""
+    import torch
+    from transformers import Qwen3ForSequenceClassification
+
+    from reappraisal.reward.ensemble import EnsembleScorer
+    from reappraisal.reward.prompts import PROMPT_TEMPLATE
+
+    s, tok, device, dtype = ctx["sizes"], ctx["tok"], ctx["device"], ctx["dtype"]
+    cfg = config_for("qwen3-1.7b", tok, ctx["dry"], num_labels=4, problem_type="regression")
+    models = [build(Qwen3ForSequenceClassification, cfg, device, dtype, seed) for seed in range(s.rm_seeds)]
+    ctx["rm_models"] = models
+    scen, ans = texts(s.candidates, words=s.rm_max_length)  # long enough to reach max_length tokens
+    sync = cuda_sync(device)
+
+    def card_snippet():
+        scores = []
+        with torch.no_grad():
+            for v, r in zip(scen, ans):
+                per_seed = []
+                for m in models:
+                    enc = tok(PROMPT_TEMPLATE.format(v=v, r=r), return_tensors="pt", truncation=True,
+                              max_length=s.rm_max_length).to(device)
+                    per_seed.append(float(m(**enc).logits.float().mean()))
+                scores.append(statistics.mean(per_seed) - 0.5 * statistics.pstdev(per_seed))
+        return scores
+
+    scorer = EnsembleScorer(models, [tok] * len(models), penalty="std", lam=0.5, batch_size=s.rm_batch,
+                            max_length=s.rm_max_length, device=str(device), tokenizer_keys=["t"] * len(models))
+    ctx["rm_scorer"] = scorer
+    scorer.score(scen[:2], ans[:2])  # warm-up
+    reset_peak(device)
+    batched, t_batched = timed(scorer.score, scen, ans, sync=sync)
+    mem = peak_memory_gib(device)
+    reference, t_reference = timed(card_snippet, sync=sync)
+    diff = max(abs(float(a) - float(b)) for a, b in zip(batched, reference))
+    return {"candidates": s.candidates, "seeds": s.rm_seeds, "max_length": s.rm_max_length,
+            "batched_s": round(t_batched, 3), "one_at_a_time_s": round(t_reference, 3),
+            "speedup": round(t_reference / t_batched, 2), "target_speedup": 5.0,
+            "max_abs_score_difference": round(diff, 4), "peak_gib_batched": mem}
+
+
+def part_grm(ctx: dict) -> dict:
+    from transformers import Qwen3ForCausalLM
+
+    from reappraisal.grm.pairwise import PairwiseModel
+
+    s, tok, device, dtype = ctx["sizes"], ctx["tok"], ctx["device"], ctx["dtype"]
+    model = build(Qwen3ForCausalLM, config_for("qwen3-1.7b", tok, ctx["dry"]), device, dtype, seed=11)
+    ctx["grm_model"] = model
+    scen, a = texts(s.grm_pairs, words=60, seed=1)
+    _, b = texts(s.grm_pairs, words=60, seed=2)
+    firsts, seconds = a + b, b + a  # both orders
+    scen2 = scen + scen
+    sync = cuda_sync(device)
+    out: dict[str, Any] = {"verdicts": len(firsts), "max_new_tokens": s.grm_new_tokens}
+    gen = PairwiseModel(model, tok, max_new_tokens=s.grm_new_tokens, batch_size=s.grm_batch, mode="generate")
+    gen.judge(scen2[:2], firsts[:2], seconds[:2])
+    reset_peak(device)
+    _, t = timed(gen.judge, scen2, firsts, seconds, sync=sync)
+    out["hf_generate"] = {"seconds": round(t, 3), "verdicts_per_s": round(len(firsts) / t, 2),
+                          "peak_gib": peak_memory_gib(device)}
+    lp = PairwiseModel(model, tok, max_new_tokens=1, batch_size=s.grm_batch, mode="logprob")
+    _, t = timed(lp.judge, scen2, firsts, seconds, sync=sync)
+    out["hf_logprob"] = {"seconds": round(t, 3), "verdicts_per_s": round(len(firsts) / t, 2)}
+    why = vllm_available() if not ctx["dry"] else "vLLM needs a GPU (dry run)"
+    if why:
+        out["vllm_generate"] = {"status": "skipped", "reason": why}
+    else:
+        try:
+            out["vllm_generate"] = _grm_vllm(ctx, scen2, firsts, seconds)
+        except Exception as exc:  # reported, and the other parts still run
+            out["vllm_generate"] = {"status": "failed", "reason": f"{type(exc).__name__}: {str(exc)[:300]}"}
+    return out
+
+
+def _model_dir(ctx: dict, name: str) -> Path:
+    """A folder with the architecture's config.json and the tokenizer (weights: vLLM's dummy loader)."""
+    folder = Path(ctx["workdir"]) / name
+    if not folder.exists():
+        folder.mkdir(parents=True)
+        config_for(name, ctx["tok"], False).save_pretrained(folder)
+        ctx["tok"].save_pretrained(folder)
+    return folder
+
+
+def _grm_vllm(ctx: dict, scen, firsts, seconds) -> dict:
+    from vllm import LLM
+
+    from reappraisal.grm.pairwise import PairwiseModel
+
+    s = ctx["sizes"]
+    llm = LLM(model=str(_model_dir(ctx, "qwen3-1.7b")), load_format="dummy", dtype="bfloat16",
+              gpu_memory_utilization=0.25, enforce_eager=False)
+    judge = PairwiseModel(None, ctx["tok"], max_new_tokens=s.grm_new_tokens, batch_size=s.grm_batch, mode="generate",
+                          engine="vllm", llm=llm)
+    judge.judge(scen[:2], firsts[:2], seconds[:2])
+    _, t = timed(judge.judge, scen, firsts, seconds)
+    del llm
+    return {"seconds": round(t, 3), "verdicts_per_s": round(len(firsts) / t, 2)}
+
+
+class EveryCompletionScored:
+    """Benchmark only: random weights never close ``</think>``, so every answer would be empty, fail the format
+    gate and cost the committee nothing. As a trained policy's answers pass, each completion's last 2,000
+    characters are scored as its answer (the gate only refuses empty text here): the committee's full cost."""
+
+    __name__ = "committee"
+
+    def __init__(self, committee):
+        self.committee = committee
+
+    def __call__(self, prompts, completions, completion_ids=None, **kwargs):
+        from reappraisal.policy.reward_adapter import completion_texts
+
+        answers = ["</think>" + text[-2000:] for text in completion_texts(completions)]
+        return self.committee(prompts, answers, None, **kwargs)
+
+
+def part_grpo(ctx: dict) -> dict:
+    """One GRPO step of the policy with the card's shapes, rewarded by the committee of parts 1 and 2."""
+    import torch
+    from datasets import Dataset
+    from transformers import Qwen3ForCausalLM
+    from trl import GRPOConfig, GRPOTrainer
+
+    from reappraisal.config import load_config
+    from reappraisal.data.demo_generator import TRAIN_VIGNETTES
+    from reappraisal.grm.pairwise import PairwiseModel
+    from reappraisal.grm.scorer import GRMScorer
+    from reappraisal.policy.committee import CommitteeWeights, FormatGate
+    from reappraisal.policy.prompts import prompt_rows
+    from reappraisal.policy.reward_adapter import CommitteeReward
+    from reappraisal.policy.train import grpo_settings
+
+    s, tok, device, dtype, dry = ctx["sizes"], ctx["tok"], ctx["device"], ctx["dtype"], ctx["dry"]
+    if "rm_scorer" not in ctx or "grm_model" not in ctx:
+        raise RuntimeError("needs the models of parts rm and grm")
+    # Saved and passed by path, as train_policy does: TRL loads the policy and its reference model from it.
+    policy_dir = Path(ctx["workdir"]) / "policy"
+    policy = build(Qwen3ForCausalLM, config_for("qwen3-4b", tok, dry), device, dtype, seed=21)
+    policy.save_pretrained(policy_dir)
+    tok.save_pretrained(policy_dir)
+    del policy
+    paper = load_config(overrides={"preset": "paper"})["policy"]
+    section = dict(paper, max_steps=1, save_steps=10, num_generations=s.generations,
+                   per_device_train_batch_size=s.generations, max_completion_length=s.completion_length,
+                   use_cpu=dry, precision="fp32" if dry else "bf16", gradient_checkpointing=not dry,
+                   vllm={"enabled": False}, gold_scorer=None)
+    settings = grpo_settings(section, seed=0, output_dir=Path(ctx["workdir"]) / "grpo", bf16_capable=not dry)
+    settings.update(report_to="none", save_strategy="no", logging_steps=1)
+    args = GRPOConfig(**settings)
+    references = {v.vignette_id: v.gpt4[0] for v in TRAIN_VIGNETTES}
+    grm = GRMScorer(PairwiseModel(ctx["grm_model"], tok, max_new_tokens=s.committee_grm_new_tokens,
+                                  batch_size=2 * s.generations, mode="generate"), references)
+    committee = CommitteeReward(weights=CommitteeWeights(0.5, 0.5, 0.5), gate=FormatGate(max_sentences=10**6),
+                                num_generations=s.generations, rm_scorer=ctx["rm_scorer"], grm_scorer=grm)
+    reward = EveryCompletionScored(committee)
+    rows = prompt_rows([{"vignette_id": v.vignette_id, "text": v.text} for v in TRAIN_VIGNETTES[:1]])
+    trainer = GRPOTrainer(model=str(policy_dir), reward_funcs=[reward], args=args,
+                          train_dataset=Dataset.from_list(rows * 4), processing_class=tok)
+    spent = {"generation": 0.0, "reward": 0.0}
+    sync = cuda_sync(device)
+
+    def clock(name, fn):
+        def wrapped(*a, **k):
+            out, t = timed(fn, *a, sync=sync, **k)
+            spent[name] += t
+            return out
+        return wrapped
+
+    trainer._generate_single_turn = clock("generation", trainer._generate_single_turn)
+    trainer._calculate_rewards = clock("reward", trainer._calculate_rewards)
+    reset_peak(device)
+    _, step = timed(trainer.train, sync=sync)
+    completion_tokens = scored_share = None
+    for entry in trainer.state.log_history:
+        if "completions/mean_length" in entry:
+            completion_tokens = entry["completions/mean_length"]
+            scored_share = entry.get("committee/gate_pass_rate")
+    rest = step - spent["generation"] - spent["reward"]
+    del trainer
+    with contextlib.suppress(Exception):
+        torch.cuda.empty_cache()
+    return {"generations": s.generations, "max_completion_length": s.completion_length,
+            "mean_completion_tokens": completion_tokens, "gradient_checkpointing": not dry,
+            "generation_engine": "hf generate", "share_scored_by_committee": scored_share, "step_s": round(step, 2),
+            "generation_s": round(spent["generation"], 2), "reward_s": round(spent["reward"], 2),
+            "logprobs_and_update_s": round(rest, 2), "peak_gib": peak_memory_gib(device)}
+
+
+def part_committee_share(ctx: dict) -> dict:
+    g = ctx["results"].get("grpo")
+    if g is None or g.status != "ok":
+        raise RuntimeError("needs the grpo part")
+    f = g.figures
+    share = f["reward_s"] / f["step_s"]
+    # 4×H100 ZeRO-2, one prompt group of 12 per GPU (4 prompts per step), as the card.
+    bandwidth_ratio = 4.8 / 3.35  # H200 vs H100 SXM memory bandwidth (TB/s): decoding is bandwidth-bound
+    grad_gib = 2 * 4.02  # bf16 gradients of a 4.02B-parameter policy
+    comm_s = 2 * grad_gib / 200  # reduce-scatter + all-gather at ~200 GiB/s effective NVLink
+    step_h100 = f["generation_s"] * bandwidth_ratio + f["reward_s"] * bandwidth_ratio + f["logprobs_and_update_s"] + comm_s
+    return {
+        "reward_share_of_step": round(share, 3), "target_share": 0.20,
+        "estimated_4xh100_step_s": round(step_h100, 1),
+        "estimated_500_steps_h": round(500 * step_h100 / 3600, 2),
+        "estimated_gpu_hours": round(4 * 500 * step_h100 / 3600, 1),
+        "assumptions": ("each of the 4 GPUs runs one prompt group of 12 exactly like this single-GPU step, in "
+                        "parallel; generation and the committee's scoring are memory-bandwidth bound and slow down by "
+                        "the H200/H100 bandwidth ratio (4.8/3.35); the update's compute is the same on both; ZeRO-2 "
+                        "adds a reduce-scatter and an all-gather of the bf16 gradients per step at ~200 GiB/s; random "
+                        "weights generate to the length limit, so a trained policy that stops earlier is faster"),
+    }
+
+
+def part_judge(ctx: dict) -> dict:
+    if ctx["dry"]:
+        return {"status": "skipped", "reason": "vLLM serves on a GPU only (dry run)"}
+    why = vllm_available()
+    if why:
+        return {"status": "skipped", "reason": why}
+    from reappraisal.evaluation.backends import OpenAIBackend
+    from reappraisal.evaluation.judge_spec import load_judge
+
+    s = ctx["sizes"]
+    folder = _model_dir(ctx, "llama-3.1-8b")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = open(Path(ctx["workdir"]) / "vllm_serve.log", "w")
+    server = subprocess.Popen([sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
+                               "--served-model-name", "judge", "--load-format", "dummy", "--dtype", "bfloat16",
+                               "--port", str(port), "--gpu-memory-utilization", "0.5"], stdout=log, stderr=log)
+    try:
+        import requests
+
+        deadline = time.time() + 240
+        while time.time() < deadline:
+            with contextlib.suppress(Exception):
+                if requests.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                    break
+            if server.poll() is not None:
+                raise RuntimeError(f"vllm serve exited ({server.returncode}); see {log.name}")
+            time.sleep(2)
+        else:
+            raise RuntimeError("vllm serve did not become healthy within 240 s")
+        spec = load_judge("llama-3.1-70b-instruct")
+        spec = type(spec)(**{**spec.__dict__, "model": "judge", "base_url": f"http://127.0.0.1:{port}/v1",
+                             "decoding": {**spec.decoding, "max_new_tokens": s.judge_max_tokens}})
+        backend = OpenAIBackend(spec)
+        scen, a = texts(s.judge_verdicts, words=60, seed=3)
+        _, b = texts(s.judge_verdicts, words=60, seed=4)
+        convs = [spec.messages(v, x, y) for v, x, y in zip(scen, a, b)]
+        t0 = time.perf_counter()
+        failures = sum(1 for _, r in backend.replies(convs) if not isinstance(r, str))
+        t = time.perf_counter() - t0
+    finally:
+        server.terminate()
+        with contextlib.suppress(Exception):
+            server.wait(timeout=30)
+        log.close()
+    rate = s.judge_verdicts / t
+    return {"verdicts": s.judge_verdicts, "max_tokens": s.judge_max_tokens, "concurrency": spec.request["concurrency"],
+            "seconds": round(t, 2), "verdicts_per_s": round(rate, 2), "failed_calls": failures,
+            "estimated_1440_verdicts_8b_min": round(1440 / rate / 60, 1),
+            "estimated_70b_tp4_verdicts_per_s": round(rate * (8.0 / 70.6) * 4 * 0.7, 2),
+            "estimate_assumes": ("decoding is bandwidth bound: a 70.6B model reads 8.8× the bytes per token of an "
+                                 "8B one, tensor parallelism over 4 GPUs gives 4× the bandwidth at ~70 % efficiency")}
+
+
+PARTS: dict[str, Callable[[dict], dict]] = {
+    "rm": part_rm, "grm": part_grm, "grpo": part_grpo, "committee_share": part_committee_share, "judge": part_judge,
+}
+
+
+def run(dry: bool, out: Path, only: list[str] | None = None, budget_s: float = 480.0) -> dict[str, Part]:
+    import torch
+    import transformers
+
+    started = time.perf_counter()
+    device, dtype = device_and_dtype(dry)
+    if dry:
+        torch.set_num_threads(1)
+    results: dict[str, Part] = {}
+    with tempfile.TemporaryDirectory(prefix="gpu_bench_") as work:
+        ctx = {"dry": dry, "device": device, "dtype": dtype, "sizes": Sizes.dry() if dry else Sizes(), "tok": tokenizer(),
+               "workdir": work, "results": results}
+        for name, fn in PARTS.items():
+            part = results[name] = Part(name)
+            if only and name not in only:
+                part.status, part.reason = "skipped", "not selected (--only)"
+                continue
+            if time.perf_counter() - started > budget_s:
+                part.status, part.reason = "skipped", f"time budget of {budget_s:.0f} s spent"
+                continue
+            try:
+                figures = fn(ctx)
+                if isinstance(figures, dict) and figures.get("status") in {"skipped", "failed"}:
+                    part.status, part.reason = figures["status"], figures.get("reason")
+                else:
+                    part.status, part.figures = "ok", figures
+            except Exception as exc:  # one part's failure (e.g. out of memory) must not stop the others
+                oom = "out of memory" in str(exc).lower()
+                part.status = "failed"
+                part.reason = "out of memory" if oom else f"{type(exc).__name__}: {str(exc)[:300]}"
+                traceback.print_exc()
+            print(f"[{time.perf_counter() - started:6.1f} s] {name}: {part.status}"
+                  f"{' (' + part.reason + ')' if part.reason else ''}", flush=True)
+    machine = {"device": torch.cuda.get_device_name(0) if device.type == "cuda" else platform.processor() or "cpu",
+               "torch": torch.__version__, "transformers": transformers.__version__, "dry": dry,
+               "seconds": round(time.perf_counter() - started, 1)}
+    write(out, results, machine)
+    return results
+
+
+def write(out: Path, results: dict[str, Part], machine: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    doc = {"machine": machine, "parts": {n: p.__dict__ for n, p in results.items()}}
+    (out / "gpu_bench.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    lines = [f"# GPU benchmark ({machine['device']}{', dry run' if machine['dry'] else ''})", "",
+             "| part | status | figures |", "|---|---|---|"]
+    for n, p in results.items():
+        figures = "; ".join(f"{k} {v}" for k, v in _flat(p.figures)) if p.figures else (p.reason or "")
+        lines.append(f"| {n} | {p.status} | {figures} |")
+    (out / "gpu_bench.md").write_text("\n".join(lines) + "\n")
+
+
+def _flat(d: dict, prefix: str = ""):
+    for k, v in d.items():
+        if isinstance(v, dict):
+            yield from _flat(v, f"{prefix}{k}.")
+        elif k not in {"assumptions", "estimate_assumes"}:
+            yield f"{prefix}{k}", v
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dry", action="store_true", help="tiny sizes on the CPU (seconds): the test suite's check")
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks/gpu/results")
+    ap.add_argument("--only", nargs="*", choices=list(PARTS), help="run these parts only")
+    ap.add_argument("--budget-s", type=float, default=480.0, help="start no part after this many seconds")
+    args = ap.parse_args(argv)
+    results = run(args.dry, args.out, args.only, args.budget_s)
+    print((args.out / "gpu_bench.md").read_text())
+    return 0 if all(p.status in {"ok", "skipped"} for p in results.values()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
