@@ -474,8 +474,52 @@ def part_judge(ctx: dict) -> dict:
                                  "8B one, tensor parallelism over 4 GPUs gives 4× the bandwidth at ~70 % efficiency")}
 
 
+#: What the paper preset's full run does, for the stage-by-stage estimate (the card's numbers; data sizes are the
+#: published study's approximate counts, since the OSF layout is declared only when the data are fetched).
+PAPER_RUN = dict(rm_seeds=3, rm_epochs=2, train_reappraisals=2900, rm_tokens_per_example=200,
+                 grm_sft_epochs=2, grm_sft_traces=20000, grm_trace_tokens=700, grm_rl_steps=300,
+                 grm_rl_completions_per_step=32, grm_rl_completion_tokens=1024, grpo_steps=500, eval_runs=3,
+                 eval_systems=4, answers_per_run=6 * 40 + 14 * 10, answer_tokens=2048, judge_verdicts_per_run=4 * 240 * 2,
+                 params_1p7b=1.72e9, params_4b=4.02e9, h100_bf16_flops=989e12, mfu=0.35)
+
+
+def part_cluster_estimate(ctx: dict) -> dict:
+    """GPU-hours of the paper preset's full run, stage by stage, from this run's figures and stated assumptions."""
+    r = ctx["results"]
+    if any(r.get(n) is None or r[n].status != "ok" for n in ("grpo", "committee_share")):
+        raise RuntimeError("needs the grpo and committee_share parts")
+    p, g, c = PAPER_RUN, r["grpo"].figures, r["committee_share"].figures
+    flops_h = lambda flops: flops / (p["h100_bf16_flops"] * p["mfu"]) / 3600  # noqa: E731  (GPU-hours)
+    rm = flops_h(6 * p["params_1p7b"] * p["rm_seeds"] * p["rm_epochs"] * p["train_reappraisals"] * p["rm_tokens_per_example"])
+    sft = flops_h(6 * p["params_1p7b"] * p["grm_sft_epochs"] * p["grm_sft_traces"] * p["grm_trace_tokens"])
+    # decode rate of the measured policy step (tokens per second on one GPU), scaled to the GRM's size
+    tokens = g["generations"] * (g["mean_completion_tokens"] or g["max_completion_length"])
+    policy_tok_s = tokens / max(g["generation_s"], 1e-9) / (4.8 / 3.35)
+    grm_tok_s = policy_tok_s * p["params_4b"] / p["params_1p7b"]
+    rl = p["grm_rl_steps"] * p["grm_rl_completions_per_step"] * p["grm_rl_completion_tokens"] / grm_tok_s / 3600 * 1.5
+    grpo = c["estimated_gpu_hours"]
+    gen = p["eval_runs"] * p["eval_systems"] * p["answers_per_run"] * p["answer_tokens"] / policy_tok_s / 3600
+    judge = None
+    if r.get("judge") is not None and r["judge"].status == "ok":
+        judge = p["eval_runs"] * p["judge_verdicts_per_run"] / r["judge"].figures["estimated_70b_tp4_verdicts_per_s"] / 3600 * 4
+    stages = {"reward_models": rm, "grm_sft": sft, "grm_rl": rl, "policy_grpo_per_arm": grpo,
+              "evaluation_generation_hf": gen, "judge_70b_tp4": judge}
+    return {
+        "gpu_hours": {k: (round(v, 2) if v is not None else "not measured (needs vLLM)") for k, v in stages.items()},
+        "assumptions": (f"H100 bf16 dense {p['h100_bf16_flops']:.0e} FLOP/s at {p['mfu']:.0%} utilisation for training "
+                        "(6 × parameters × tokens); "
+                        f"{p['train_reappraisals']} training reappraisals of ~{p['rm_tokens_per_example']} tokens, "
+                        f"{p['grm_sft_traces']} GRM traces of ~{p['grm_trace_tokens']} tokens (the OSF data decide); "
+                        "decoding speed from this run's policy step (HF generate, batch 12), slowed by the H200/H100 "
+                        "bandwidth ratio and sped up by the parameter ratio for the 1.7B GRM; GRM RL = its decoding × 1.5 "
+                        "for the update; evaluation generation with HF generate at batch 12 (vLLM is several times "
+                        "faster); the judge's GPU-hours count 4 GPUs; policy GRPO per arm, 500 steps on 4×H100"),
+    }
+
+
 PARTS: dict[str, Callable[[dict], dict]] = {
     "rm": part_rm, "grm": part_grm, "grpo": part_grpo, "committee_share": part_committee_share, "judge": part_judge,
+    "cluster_estimate": part_cluster_estimate,
 }
 
 

@@ -17,7 +17,7 @@ def test_gpu_benchmark_dry_run_measures_every_part_or_says_why_not(tmp_path):
     doc = json.loads((tmp_path / "gpu_bench.json").read_text())
     parts = doc["parts"]
     assert doc["machine"]["dry"] is True
-    for name in ("rm", "grm", "grpo", "committee_share"):
+    for name in ("rm", "grm", "grpo", "committee_share", "cluster_estimate"):
         assert parts[name]["status"] == "ok", (name, parts[name])
     rm = parts["rm"]["figures"]
     assert rm["speedup"] > 0 and rm["max_abs_score_difference"] < 1e-3  # both sides score the same candidates alike
@@ -26,6 +26,9 @@ def test_gpu_benchmark_dry_run_measures_every_part_or_says_why_not(tmp_path):
     assert grpo["share_scored_by_committee"] == 1.0  # the committee's full cost is in the step
     share = parts["committee_share"]["figures"]
     assert 0 < share["reward_share_of_step"] < 1 and "assumptions" in share
+    hours = parts["cluster_estimate"]["figures"]["gpu_hours"]
+    assert all(isinstance(hours[k], float) and hours[k] > 0 for k in ("reward_models", "grm_sft", "policy_grpo_per_arm"))
+    assert hours["judge_70b_tp4"].startswith("not measured")
     # what cannot run here is reported with its reason, never silently missing
     assert parts["judge"]["status"] == "skipped" and parts["judge"]["reason"]
     assert parts["grm"]["figures"]["vllm_generate"]["status"] == "skipped"
