@@ -29,7 +29,6 @@ scenario text.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..errors import ConfigError
 from .demo_generator import (
     DEFAULT_SEED,
     DIMENSION_LOADINGS,
@@ -138,12 +138,6 @@ def panel_majority_probability(q_a: float, q_b: float, n_raters: int, model: Rat
                      for k in range(n_raters // 2 + 1, n_raters + 1)))
 
 
-def contest_seed(*parts: object) -> int:
-    """A 64-bit seed from a stable hash of ``parts`` (never Python's salted ``hash``)."""
-    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "little")
-
-
 def panel_votes(q_a: float, q_b: float, *, n_raters: int, seed: int,
                 model: RatingModel = RatingModel()) -> tuple[int, int, np.ndarray]:
     """(raters preferring A, raters preferring B, readings of shape (n_raters, 2)) for one contest order."""
@@ -156,3 +150,14 @@ def panel_votes(q_a: float, q_b: float, *, n_raters: int, seed: int,
     prefer_a = int(np.sum(readings[:, 0] > readings[:, 1]))
     prefer_b = int(np.sum(readings[:, 1] > readings[:, 0]))
     return prefer_a, prefer_b, readings
+
+
+#: Data sources the demo's rating model may stand in for: the bundled data it generated, never OSF's real ratings.
+DEMO_DATA_SOURCES = ("bundled",)
+
+
+def require_demo_data(what: str, *, preset: str, data_source: str | None, fix: str, where: str) -> None:
+    """One line refusing ``what`` (a panel judge, the gold scorer) unless the preset's data are bundled."""
+    if data_source not in DEMO_DATA_SOURCES:
+        raise ConfigError(f"{what} reads the demo generator's rating model and exists for the demo preset only "
+                          f"(bundled data); preset {preset!r} (data.source {data_source!r}) {fix}", where=where)

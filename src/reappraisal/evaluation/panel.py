@@ -29,12 +29,10 @@ import re
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
-from ..errors import ConfigError
-from .judge_spec import SLOTS, JudgeSpec
+from .judge_spec import PANEL_VERDICT_LINES, SLOTS, JudgeSpec
+from .seeds import derived_seed
 
 Conversation = Sequence[Mapping[str, str]]
-#: Data sources a panel may judge: the bundled (demo) data its rating model generated, never OSF's real ratings.
-PANEL_DATA_SOURCES = ("bundled",)
 _GROUPS = {"{scenario}": "scenario", "{answer_a}": "answer_a", "{answer_b}": "answer_b"}
 
 
@@ -58,12 +56,12 @@ def panel_fingerprint() -> str:
 
 def check_panel_allowed(spec: JudgeSpec, *, preset: str, data_source: str | None) -> None:
     """A panel judge is the demo generator's raters: refused unless the data are bundled (the demo's), one line."""
-    if spec.backend == "panel" and data_source not in PANEL_DATA_SOURCES:
-        raise ConfigError(
-            f"judge {spec.name!r} is a simulated rater panel (backend: panel), which reads the demo generator's "
-            f"rating model and exists for the demo preset only (bundled data); preset {preset!r} "
-            f"(data.source {data_source!r}) needs a real judge (e.g. llama-3.1-70b-instruct)",
-            where=spec.path or f"workflow/judges/{spec.name}.yaml")
+    if spec.backend == "panel":
+        from ..data.demo_gold import require_demo_data
+
+        require_demo_data(f"judge {spec.name!r}, a simulated rater panel (backend: panel),", preset=preset,
+                          data_source=data_source, fix="needs a real judge (e.g. llama-3.1-70b-instruct)",
+                          where=spec.path or f"workflow/judges/{spec.name}.yaml")
 
 
 class PanelBackend:
@@ -87,15 +85,15 @@ class PanelBackend:
         return match["scenario"], match["answer_a"], match["answer_b"]
 
     def reply(self, conversation: Conversation) -> str:
-        from ..data.demo_gold import contest_seed, gold_quality, panel_votes
+        from ..data.demo_gold import gold_quality, panel_votes
 
         scenario, a, b = self.read(conversation)
         q_a, q_b = gold_quality(a, scenario), gold_quality(b, scenario)
-        seed = contest_seed("panel", self.run, scenario, a, b)
+        seed = derived_seed("panel", self.run, scenario, a, b)
         votes_a, votes_b, _ = panel_votes(q_a, q_b, n_raters=self.raters, seed=seed, model=self.model)
         verdict = "A" if votes_a > votes_b else "B" if votes_b > votes_a else "tie"
         return (f"{votes_a} of {self.raters} raters prefer A, {votes_b} prefer B "
-                f"(expected quality A {q_a:+.2f}, B {q_b:+.2f}).\nVERDICT: {verdict}")
+                f"(expected quality A {q_a:+.2f}, B {q_b:+.2f}).\n{PANEL_VERDICT_LINES[verdict]}")
 
     def replies(self, conversations: Sequence[Conversation], progress=None) -> Iterator[tuple[int, str]]:
         for i, conv in enumerate(conversations):

@@ -23,10 +23,7 @@ from typing import Any, Sequence
 
 from reappraisal.errors import ConfigError
 
-from .answer import decode_completions, extract_answer
-
 GOLD_SCORERS = ("demo_gold",)
-GOLD_DATA_SOURCES = ("bundled",)
 
 
 def check_gold_scorer(name: str | None, *, preset: str, data_source: str | None) -> None:
@@ -36,10 +33,10 @@ def check_gold_scorer(name: str | None, *, preset: str, data_source: str | None)
     if name not in GOLD_SCORERS:
         raise ConfigError(f"unknown gold scorer {name!r} (known: {', '.join(GOLD_SCORERS)} or null)",
                           where="config key 'policy.gold_scorer'")
-    if data_source not in GOLD_DATA_SOURCES:
-        raise ConfigError(f"gold scorer {name!r} is the demo generator's rating model and exists for the demo preset "
-                          f"only (bundled data); set policy.gold_scorer: null on preset {preset!r} "
-                          f"(data.source {data_source!r})", where="config key 'policy.gold_scorer'")
+    from reappraisal.data.demo_gold import require_demo_data
+
+    require_demo_data(f"gold scorer {name!r}", preset=preset, data_source=data_source,
+                      fix="needs policy.gold_scorer: null", where="config key 'policy.gold_scorer'")
 
 
 class GoldQualityLog:
@@ -55,11 +52,6 @@ class GoldQualityLog:
                  **kwargs: Any) -> list[float]:
         from reappraisal.data.demo_gold import gold_qualities
 
-        from .reward_adapter import completion_texts
+        from .reward_adapter import completion_answers
 
-        if self.tokenizer is not None and completion_ids is not None:
-            texts = decode_completions(self.tokenizer, completion_ids)
-        else:
-            texts = completion_texts(completions)
-        answers = [extract_answer(t) for t in texts]
-        return gold_qualities(answers, list(scenario)).tolist()
+        return gold_qualities(completion_answers(completions, completion_ids, self.tokenizer), list(scenario)).tolist()

@@ -106,6 +106,17 @@ def completion_texts(completions: Sequence[Any]) -> list[str]:
     return out
 
 
+def completion_answers(completions: Sequence[Any], completion_ids: Sequence[Sequence[int]] | None = None,
+                       tokenizer=None) -> list[str]:
+    """Each completion's answer (text after ``</think>``): decoded from ``completion_ids`` with the policy's
+    ``tokenizer`` when both are given (keeps ``</think>``), else from TRL's decoded ``completions``."""
+    if tokenizer is not None and completion_ids is not None:
+        texts = decode_completions(tokenizer, completion_ids)
+    else:
+        texts = completion_texts(completions)
+    return [extract_answer(t) for t in texts]
+
+
 def _nullable(values: Sequence[float]) -> list[float | None]:
     return [None if math.isnan(v) else float(v) for v in values]
 
@@ -174,11 +185,7 @@ class CommitteeReward:
         n = len(completions)
         if len(vignette_id) != n or len(scenario) != n:
             raise ValueError("vignette_id and scenario must come with every completion (keep remove_unused_columns=False)")
-        if self.tokenizer is not None and completion_ids is not None:
-            texts = decode_completions(self.tokenizer, completion_ids)
-        else:
-            texts = completion_texts(completions)
-        answers = [extract_answer(t) for t in texts]
+        answers = completion_answers(completions, completion_ids, self.tokenizer)
         gates = [self.gate.check(a) for a in answers]
         passed = [g.passed for g in gates]
         rm, grm = score_candidates(
