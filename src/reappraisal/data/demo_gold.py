@@ -139,8 +139,8 @@ def panel_majority_probability(q_a: float, q_b: float, n_raters: int, model: Rat
 
 
 def panel_votes(q_a: float, q_b: float, *, n_raters: int, seed: int,
-                model: RatingModel = RatingModel()) -> tuple[int, int, np.ndarray]:
-    """(raters preferring A, raters preferring B, readings of shape (n_raters, 2)) for one contest order."""
+                model: RatingModel = RatingModel()) -> tuple[int, int]:
+    """(raters preferring A, raters preferring B) for one contest order."""
     rng = np.random.default_rng(seed)
     severity = rng.normal(0.0, model.severity_sd, size=(n_raters, 1))
     e = rng.normal(0.0, 1.0, size=(n_raters, 2))
@@ -149,7 +149,7 @@ def panel_votes(q_a: float, q_b: float, *, n_raters: int, seed: int,
     readings = model.multiplier * (model.loading * q + math.sqrt(1.0 - model.loading**2) * e) + severity + noise
     prefer_a = int(np.sum(readings[:, 0] > readings[:, 1]))
     prefer_b = int(np.sum(readings[:, 1] > readings[:, 0]))
-    return prefer_a, prefer_b, readings
+    return prefer_a, prefer_b
 
 
 #: Data sources the demo's rating model may stand in for: the bundled data it generated, never OSF's real ratings.

@@ -90,7 +90,7 @@ class PanelBackend:
         scenario, a, b = self.read(conversation)
         q_a, q_b = gold_quality(a, scenario), gold_quality(b, scenario)
         seed = derived_seed("panel", self.run, scenario, a, b)
-        votes_a, votes_b, _ = panel_votes(q_a, q_b, n_raters=self.raters, seed=seed, model=self.model)
+        votes_a, votes_b = panel_votes(q_a, q_b, n_raters=self.raters, seed=seed, model=self.model)
         verdict = "A" if votes_a > votes_b else "B" if votes_b > votes_a else "tie"
         return (f"{votes_a} of {self.raters} raters prefer A, {votes_b} prefer B "
                 f"(expected quality A {q_a:+.2f}, B {q_b:+.2f}).\n{PANEL_VERDICT_LINES[verdict]}")

@@ -55,50 +55,6 @@ def _attr(s: str) -> str:
     return s.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
 
 
-def interval_dot_plot(
-    df: pd.DataFrame,
-    *,
-    category: str,
-    group: str = "arm",
-    name: str,
-    title: str,
-    bar: float | None = None,
-    ylabel: str = "win rate",
-) -> str:
-    """Point estimate (``win_rate``) with its interval (``ci_low``..``ci_high``) per ``category``, one colour per ``group``.
-
-    Points of one category are dodged side by side; the dashed line is
-    ``bar`` (e.g. the reference rate a claim compares with), the dotted one 0.5.
-    """
-    cats = list(dict.fromkeys(df[category].astype(str)))
-    groups = list(dict.fromkeys(df[group].astype(str)))
-    palette = colors(groups)
-    width = max(4.8, 0.75 * len(cats) * max(1, len(groups)) ** 0.5 + 1.8)
-    fig, ax = plt.subplots(figsize=(min(width, 10.5), 3.2))
-    step = 0.7 / max(1, len(groups))
-    for gi, g in enumerate(groups):
-        rows = df[df[group].astype(str) == g]
-        x = np.array([cats.index(str(c)) for c in rows[category]]) + (gi - (len(groups) - 1) / 2) * step
-        y = rows["win_rate"].to_numpy(float)
-        lo = np.clip(y - rows["ci_low"].to_numpy(float), 0, None)
-        hi = np.clip(rows["ci_high"].to_numpy(float) - y, 0, None)
-        ax.errorbar(x, y, yerr=[lo, hi], fmt="o", ms=4.5, capsize=2.5, lw=1.2, color=palette[g], label=g)
-    ax.axhline(0.5, color="#888", lw=0.8, ls=":")
-    if bar is not None and math.isfinite(bar):
-        ax.axhline(bar, color="#555", lw=0.9, ls="--")
-        ax.annotate(f"bar {bar:g}", xy=(1.0, bar), xycoords=("axes fraction", "data"), fontsize=7.5,
-                    ha="right", va="bottom", color="#555")
-    ax.set_xticks(range(len(cats)), cats, rotation=30 if max(map(len, cats), default=0) > 6 else 0, ha="right" if max(map(len, cats), default=0) > 6 else "center")
-    ax.set_xlim(-0.6, len(cats) - 0.4)
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_ylabel(ylabel)
-    ax.set_xlabel(category.replace("_", " "))
-    ax.set_title(title, fontsize=9.5, loc="left")
-    if len(groups) > 1:
-        ax.legend(frameon=False, fontsize=8, ncol=min(4, len(groups)), loc="lower left")
-    return to_svg(fig, name, title)
-
-
 #: Training-log columns drawn per step, with the axis label (those present are drawn).
 TRAINING_METRICS: tuple[tuple[str, str], ...] = (
     ("reward", "reward (mean)"),
