@@ -81,7 +81,8 @@ def test_the_demo_measures_with_a_calibrated_panel_judge(demo_run):
         assert f"<td>{opponent}</td>" in table
         assert f"[{row['headline_low']:.3f}, {row['headline_high']:.3f}]" in table
     caption = html[html.index('id="headline-caption"'):html.index('id="headline-table"')]
-    assert "Held-out judge: demo-panel" in caption and "agreement 0.8" in caption
+    agreement = decision["verdicts"]["demo-panel"]["agreement"]
+    assert f"Held-out judge: demo-panel, selected by calibration against human preference (agreement {agreement:.3f}" in caption
     for figure in ('id="fig-forest"', 'id="fig-gold-proxy"', 'id="table-length_bias"', 'id="table-length_bins"'):
         assert figure in html, figure
     for arm in ARMS:
