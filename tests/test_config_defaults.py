@@ -10,7 +10,7 @@ from reappraisal.config import _load_schema, with_defaults
 from reappraisal.base_models.tiny import TinyArchitecture
 from reappraisal.policy.committee import FormatGate
 from reappraisal.policy.health import HealthThresholds
-from reappraisal.reward.train import RewardTrainConfig
+from reappraisal.reward.train_io import RewardTrainConfig
 
 
 def _schema_section(*path: str) -> dict:

@@ -68,9 +68,9 @@ def test_unknown_module_is_an_error(src):
 
 
 def test_shell_commands_name_their_entry_modules():
-    commands = {"train-policy": "reappraisal.policy.train:cli_main"}
+    commands = {"train-policy": "reappraisal.policy.train_io:cli_main"}
     launch = "python -m accelerate.commands.launch --config_file x.yaml --num_processes 4 -m reappraisal train-policy --arm a"
-    assert entry_modules(launch, commands) == {"reappraisal.__main__", "reappraisal.policy.train"}
+    assert entry_modules(launch, commands) == {"reappraisal.__main__", "reappraisal.policy.train_io"}
     assert entry_modules("python -m reappraisal.data.demo_generator --out d", commands) == {"reappraisal.data.demo_generator"}
     with pytest.raises(ValueError, match="unknown command 'nope'"):
         entry_modules("python -m reappraisal nope", commands)

@@ -14,7 +14,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "reappraisal"
 
 #: Top-level modules and packages of the core layer, usable by every stage.
-CORE = {"errors", "atomic", "config", "params", "tables", "training", "batched_generation", "sentences", "workflow_dvc",
+CORE = {"errors", "atomic", "config", "params", "input_tables", "training", "batched_generation", "sentences", "workflow_dvc",
         "import_closure", "stats"}
 LAYERS = ["core", "data", "base_models", "reward", "grm", "policy", "evaluation", "summary", "report", "dispatcher"]
 
@@ -91,11 +91,11 @@ def test_the_check_finds_uphill_imports_also_inside_functions(tmp_path):
         (pkg / sub).mkdir(parents=True)
         (pkg / sub / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
-    (pkg / "policy" / "train.py").write_text("from ..reward import ensemble  # downhill: fine\n")
-    (pkg / "base_models" / "base.py").write_text("import json\n\ndef corpus():\n    from ..policy import prompts\n")
+    (pkg / "policy" / "train_io.py").write_text("from ..reward import ensemble  # downhill: fine\n")
+    (pkg / "base_models" / "prepare_io.py").write_text("import json\n\ndef corpus():\n    from ..policy import prompts\n")
     (pkg / "reward" / "card.py").write_text("from reappraisal.cli import main\n")
     (pkg / "newthing.py").write_text("")
     uphill, unplaced = violations(pkg)
-    assert uphill == ["reappraisal/base_models/base.py:4 (base_models) imports reappraisal.policy (policy)",
+    assert uphill == ["reappraisal/base_models/prepare_io.py:4 (base_models) imports reappraisal.policy (policy)",
                       "reappraisal/reward/card.py:1 (reward) imports reappraisal.cli (dispatcher)"]
     assert unplaced == ["reappraisal/newthing.py (layer 'newthing')"]

@@ -91,3 +91,26 @@ def test_judge_names_the_evaluation_judge_only():
     assert modules and all(m.startswith("evaluation/") for m in modules), modules
     rules = {r for stage, rs in _rule_file_rules().items() for r in rs if "judge" in r and stage != "evaluation"}
     assert not rules
+
+
+def test_command_modules_end_in_io_and_pair_with_their_concept():
+    """A command runs ``<stage>/<concept>_io.py``; ``<concept>.py`` beside it, if any, is the pure part.
+
+    Exactly the modules that define ``cli_main`` end in ``_io``, and each is
+    registered as a command, so a command's module is found by its name.
+    """
+    import ast
+
+    from reappraisal.cli import COMMANDS
+
+    registered = {target.split(":")[0] for target in COMMANDS.values()}
+    defines_cli = set()
+    io_modules = set()
+    for path in PACKAGE.rglob("*.py"):
+        module = "reappraisal." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
+        tree = ast.parse(path.read_text())
+        if any(isinstance(node, ast.FunctionDef) and node.name == "cli_main" for node in tree.body):
+            defines_cli.add(module)
+        if path.stem.endswith("_io"):
+            io_modules.add(module)
+    assert registered == defines_cli == io_modules

@@ -153,7 +153,7 @@ def test_editing_any_module_a_stage_loaded_makes_dvc_status_report_that_stage(co
     repo, _ = committed_data_half
     loaded = {stage: imported_package_modules((repo / "logs" / f"{stage}.log").read_text()) for stage in DATA_STAGES}
     assert "reappraisal.data.leakage_io" in loaded["check_leakage"]  # the probe saw the command's module
-    assert "reappraisal.data.tables" in loaded["ingest"]
+    assert "reappraisal.data.table_schemas" in loaded["ingest"]
     modules = sorted(set().union(*loaded.values()))
     for module in modules:
         path = module_path(repo / "src", module)

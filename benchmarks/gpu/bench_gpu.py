@@ -337,7 +337,7 @@ def part_grpo(ctx: dict) -> dict:
     from reappraisal.policy.committee import CommitteeWeights, FormatGate
     from reappraisal.policy.prompts import prompt_rows
     from reappraisal.policy.reward_adapter import CommitteeReward
-    from reappraisal.policy.train import grpo_settings
+    from reappraisal.policy.train_io import grpo_settings
 
     s, tok, device, dtype, dry = ctx["sizes"], ctx["tok"], ctx["device"], ctx["dtype"], ctx["dry"]
     if "rm_scorer" not in ctx or "grm_model" not in ctx:

@@ -10,7 +10,7 @@ from tests.data.osf_fake import FakeOsf
 
 from reappraisal.cli import main
 from reappraisal.config import load_config
-from reappraisal.data.fetch import bundled_files
+from reappraisal.data.fetch_io import bundled_files
 
 from tests.workflow_utils import REPO
 

@@ -10,7 +10,7 @@ import pandas as pd
 import yaml
 
 from reappraisal.config import load_config
-from reappraisal.data.ingest import ingest
+from reappraisal.data.ingest_io import ingest
 
 from tests.data.test_survey_exports import DEMO, LONG_MAPPING, assert_same_tables, build_long_export
 from tests.workflow_utils import run_snakemake

@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from reappraisal.config import REPO_ROOT, load_config, resolve_preset, validate_config
-from reappraisal.data.ingest import ingest
+from reappraisal.data.ingest_io import ingest
 
 from tests.data.ingest_fixtures import run_ingest
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from transformers import AutoTokenizer
 
-from reappraisal.evaluation.demo_judge import training_examples, verdict_completion
+from reappraisal.evaluation.demo_judge_io import training_examples, verdict_completion
 from reappraisal.evaluation.human_pairs import human_pairs
 from reappraisal.evaluation.judge_spec import load_judge
 from reappraisal.evaluation.reward_path import ensemble_verdicts
@@ -68,7 +68,7 @@ def test_ensemble_verdicts_in_both_orders_name_the_higher_scored_answer():
 def test_a_killed_demo_judge_training_resumes_from_its_last_complete_checkpoint(tmp_path, tokenizer):
     from transformers import TrainerCallback
 
-    from reappraisal.evaluation.demo_judge import train_demo_judge
+    from reappraisal.evaluation.demo_judge_io import train_demo_judge
 
     base = build_tiny_policy(tmp_path / "base")
     targets = _targets()

@@ -8,7 +8,7 @@ import pytest
 from reappraisal.errors import PipelineInputError
 from reappraisal.evaluation.backends import OpenAIBackend
 from reappraisal.evaluation.cache import ReplyCache, cache_key
-from reappraisal.evaluation.judge_io import contests_table
+from reappraisal.evaluation.judging_io import contests_table
 from reappraisal.evaluation.judging import consensus, judge_contests
 from reappraisal.stats import position_consistency
 

@@ -111,7 +111,7 @@ def tiny_cfg(**overrides) -> dict:
 @pytest.fixture(scope="session")
 def trained_grm(tmp_path_factory, tables, tiny_base) -> dict:
     """One tiny two-stage training run (SFT, then 2 GRPO steps) shared by the slow tests."""
-    from reappraisal.grm.train import train_grm
+    from reappraisal.grm.train_io import train_grm
 
     root = tmp_path_factory.mktemp("grm_trained")
     cfg = tiny_cfg()

@@ -9,7 +9,7 @@ from reappraisal.errors import DataValidationError, PipelineInputError
 from reappraisal.grm.pairs import both_orders, select_pairs
 from reappraisal.grm.scorer import median_references
 from reappraisal.grm.traces import split_trace, teacher_traces, templated_rationale
-from reappraisal.grm.train import check_train_only, sft_rows
+from reappraisal.grm.train_io import check_train_only, sft_rows
 
 from .conftest import DATA_CFG, DIMENSIONS, tiny_cfg
 

@@ -14,7 +14,7 @@ import pytest
 
 from reappraisal.cli import main as cli
 from reappraisal.grm.scorer import GRMScorer, median_references
-from reappraisal.grm.train import SUMMARY_FILE
+from reappraisal.grm.train_io import SUMMARY_FILE
 
 from .conftest import BAD, DATA_CFG, GOOD, SCENARIOS, tiny_cfg
 
@@ -108,8 +108,8 @@ def test_cli_bad_delta_and_bad_traces_file_fail_with_one_line(tables, tmp_path, 
 @pytest.mark.slow
 def test_teacher_traces_file_and_skipped_rl_stage(tables, tiny_base, tmp_path):
     from reappraisal.grm.pairs import both_orders
-    from reappraisal.grm.train import train_grm
-    from reappraisal.tables import read_table
+    from reappraisal.grm.train_io import train_grm
+    from reappraisal.input_tables import read_table
 
     items = both_orders(tables["pairs"][tables["pairs"]["split"] == "train"]).head(8)
     wrong = {"A": "B", "B": "A"}
@@ -142,7 +142,7 @@ def test_killed_stages_resume_from_their_last_complete_checkpoints(tables, tiny_
 
     from transformers import TrainerCallback
 
-    from reappraisal.grm.train import train_grm
+    from reappraisal.grm.train_io import train_grm
     from reappraisal.training import last_complete_checkpoint
 
     cfg = tiny_cfg(sft={"epochs": 2, "save_steps": 4, "logging_steps": 1}, grpo={"steps": 2, "save_steps": 1})

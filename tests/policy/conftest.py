@@ -31,7 +31,7 @@ def tiny_policy(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def warm_policy(tmp_path_factory, tiny_policy, targets, vignettes) -> Path:
     """The tiny policy after a short warm-start SFT (well-formed thinking completions)."""
-    from reappraisal.policy.warm_start import run_warm_start, warm_start_examples
+    from reappraisal.policy.warm_start_io import run_warm_start, warm_start_examples
 
     out = tmp_path_factory.mktemp("policy_warm") / "policy_warm"
     examples = warm_start_examples(targets, vignettes, seed=0)
@@ -43,11 +43,11 @@ def warm_policy(tmp_path_factory, tiny_policy, targets, vignettes) -> Path:
 def real_judges(tmp_path_factory) -> dict:
     """A real two-seed reward-model ensemble and a real (stage-1) GRM, trained for seconds on the
     reward and GRM tests' synthetic tables: ``{"rm_dirs": [...], "grm_dir": path, "reward": ..., "grm": ...}``."""
-    from reappraisal.grm.train import train_grm
-    from reappraisal.base_models.base import tokenizer_corpus
+    from reappraisal.grm.train_io import train_grm
+    from reappraisal.base_models.prepare_io import tokenizer_corpus
     from reappraisal.base_models.tiny import TinyArchitecture, save_tiny_model, train_tokenizer
     from reappraisal.reward.dataset import examples_for_split, pairs_for_split
-    from reappraisal.reward.train import RewardTrainConfig, train_reward_model
+    from reappraisal.reward.train_io import RewardTrainConfig, train_reward_model
     from tests.grm.conftest import DATA_CFG, make_tables, tiny_cfg
     from tests.reward.toy import DIMS, make_toy_tables
 

@@ -11,7 +11,7 @@ from reappraisal.config import load_config
 from reappraisal.errors import ConfigError, PipelineInputError
 from reappraisal.policy.arms import ArmSpec, parse_arms, resolve_model_dir
 from reappraisal.policy.committee import CommitteeWeights, FormatGate
-from reappraisal.policy.train import check_batch_fits, grpo_settings, record_external, train_policy
+from reappraisal.policy.train_io import check_batch_fits, grpo_settings, record_external, train_policy
 
 POLICY = dict(
     lr=1e-4, beta=0.04, num_generations=4, max_completion_length=40, per_device_train_batch_size=8,

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from reappraisal.errors import PipelineInputError
-from reappraisal.report.cards import CardInputs, claims_about, policy_card
+from reappraisal.report.cards_io import CardInputs, claims_about, policy_card
 from reappraisal.report.inputs import parse_manifest
 from tests.report.summary_fixture import manifest
 

@@ -25,7 +25,7 @@ def toy_files(tmp_path_factory, toy_tables):
 @pytest.fixture(scope="session")
 def tiny_base(tmp_path_factory, toy_tables):
     """A tiny random-init Qwen3 causal LM + BPE tokenizer saved as a reward base."""
-    from reappraisal.base_models.base import tokenizer_corpus
+    from reappraisal.base_models.prepare_io import tokenizer_corpus
     from reappraisal.base_models.tiny import TinyArchitecture, save_tiny_model, train_tokenizer
 
     targets, vignettes, _ = toy_tables
@@ -35,7 +35,7 @@ def tiny_base(tmp_path_factory, toy_tables):
 
 
 def tiny_train_config(**overrides):
-    from reappraisal.reward.train import RewardTrainConfig
+    from reappraisal.reward.train_io import RewardTrainConfig
 
     base = dict(
         max_length=128,
@@ -69,7 +69,7 @@ def toy_examples(toy_tables):
 @pytest.fixture(scope="session")
 def trained_seeds(tmp_path_factory, tiny_base, toy_tables):
     """Two seeds trained on the toy data (a few optimizer steps each): (dirs, summaries)."""
-    from reappraisal.reward.train import train_reward_model
+    from reappraisal.reward.train_io import train_reward_model
 
     train, val, val_pairs = toy_examples(toy_tables)
     root = tmp_path_factory.mktemp("rm")

@@ -3,7 +3,7 @@ import pytest
 
 from reappraisal.errors import DataValidationError, PipelineInputError
 from reappraisal.reward.dataset import examples_for_split
-from reappraisal.tables import read_table
+from reappraisal.input_tables import read_table
 
 from .conftest import DIMS
 

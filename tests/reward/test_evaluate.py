@@ -8,7 +8,7 @@ import pytest
 from reappraisal.cli import main
 from reappraisal.errors import PipelineInputError
 from reappraisal.reward.dataset import examples_for_split, pairs_for_split
-from reappraisal.reward.evaluate import evaluate_reward_models, evaluate_scores
+from reappraisal.reward.evaluate_io import evaluate_reward_models, evaluate_scores
 
 from .toy import DIMS, make_pairs
 

@@ -9,7 +9,7 @@ from safetensors.torch import load_file
 from transformers import TrainerCallback
 
 from reappraisal.errors import PipelineInputError
-from reappraisal.reward.train import masked_mse, train_reward_model
+from reappraisal.reward.train_io import masked_mse, train_reward_model
 from reappraisal.training import last_complete_checkpoint
 
 from .conftest import tiny_train_config, toy_examples

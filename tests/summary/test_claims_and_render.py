@@ -3,7 +3,7 @@ import pytest
 
 from reappraisal.summary.claims import card_interval, evaluate_claims, rule_text
 from reappraisal.summary.render import escape_latex, to_latex, to_markdown
-from reappraisal.summary.table import Table, not_computable
+from reappraisal.summary.summary_table import Table, not_computable
 
 
 def _table():

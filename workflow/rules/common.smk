@@ -110,7 +110,7 @@ def get_bundled_files():
     """Files of the bundled dataset (source `bundled`), excluding test-only truth."""
     if config["data"]["source"] != "bundled":
         return []
-    from reappraisal.data.fetch import bundled_files
+    from reappraisal.data.fetch_io import bundled_files
 
     return [str(p) for p in bundled_files(Path(config["data"].get("bundled_dir", "data/demo")))]
 

@@ -2,7 +2,7 @@
 
 They live with the base models because every role's model is prompted with
 them and the demo's tokenizer is trained on them
-(:func:`reappraisal.base_models.base.tokenizer_corpus`); each stage renders its
+(:func:`reappraisal.base_models.prepare_io.tokenizer_corpus`); each stage renders its
 own prompt from them (:mod:`reappraisal.reward.prompts`,
 :mod:`reappraisal.grm.prompts`, :mod:`reappraisal.policy.prompts`).
 """

@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..atomic import write_json
 from ..params import parse_params
-from ..tables import read_table
+from ..input_tables import read_table
 from ..errors import LeakageError
 from .leakage import find_overlaps
 

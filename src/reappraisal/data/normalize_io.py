@@ -7,7 +7,7 @@ from typing import Sequence
 
 from ..atomic import write_json, write_parquet
 from ..params import parse_params
-from ..tables import read_table
+from ..input_tables import read_table
 from ..errors import DataValidationError
 from .normalize import zscore_ratings
 

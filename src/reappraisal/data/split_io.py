@@ -8,7 +8,7 @@ from typing import Sequence
 
 from ..atomic import atomic_path, write_json
 from ..params import parse_params
-from ..tables import read_table
+from ..input_tables import read_table
 from ..errors import DataValidationError
 from .split import assign_splits, build_pairs, build_targets, split_summary
 

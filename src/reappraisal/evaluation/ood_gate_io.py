@@ -15,7 +15,7 @@ from typing import Sequence
 from ..atomic import write_json
 from ..errors import LeakageError
 from ..params import parse_params
-from ..tables import read_table
+from ..input_tables import read_table
 from .ood_gate import ood_disjointness
 
 

@@ -4,8 +4,9 @@ Modules, one concept each: ``prompts`` (the model card's prompt and reply
 layout), ``verdict`` (parse the final ``ANSWER: A|B``; pure), ``pairs``
 (clearly separated human pairs in both orders; pure), ``traces`` (stage-1
 judge traces, templated or a teacher's; pure), ``reward`` (the ±1 verifiable
-reward and its TRL adapter), ``judge`` (batched greedy generation or logprob
+reward and its TRL adapter), ``pairwise`` (batched greedy generation or logprob
 verdicts from a causal LM), ``scorer`` (win rate over the median human
-reference; what the committee calls), ``train`` (SFT then GRPO with TRL) and
-``evaluate`` (held-out accuracy, error rate, position bias).
+reference; what the committee calls), ``train_io`` (the ``train-grm``
+command: SFT then GRPO with TRL) and ``evaluate_io`` (the ``evaluate-grm``
+command: held-out accuracy, error rate, position bias).
 """

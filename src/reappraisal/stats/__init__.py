@@ -11,7 +11,7 @@ scenario rates, the one estimand of a headline row.
 Modules: ``contests`` (scoring), ``intervals`` (Wilson, cluster t, logit
 jackknife, design effect), ``runs`` (per-run rates, run-effect test), ``signflip``,
 ``bootstrap`` (percentile and wild cluster bootstraps), ``paired``
-(head-to-head by scenario), ``judges`` (position bias, human agreement),
+(head-to-head by scenario), ``verdict_diagnostics`` (position bias, human agreement, kappa), ``length_bias`` (longer-wins share, length-controlled win rate),
 ``accuracy`` (reward-model pairwise accuracy), ``headline`` (the headline
 row).
 """

@@ -7,13 +7,13 @@ Modules, one concept each:
   ablation), each row computed with :mod:`reappraisal.stats`;
 - ``metrics_tables``: tables built from the metrics JSONs (judge
   calibration, reward models, GRM, training health);
-- ``table``: the :class:`Table` record (frame, title, caption, estimand, the
+- ``summary_table``: the :class:`Table` record (frame, title, caption, estimand, the
   artifacts behind each row);
 - ``render``: a table as CSV, Markdown and LaTeX (booktabs);
 - ``claims``: the claims ledger (``claims.yaml``): rules over computed
   numbers, verdicts, retractions, flags;
 - ``lineage``: sha256 of artifacts and their DVC stage / hash;
-- ``summarize_io``: the ``summarize`` command (reads, validates, writes).
+- ``summary_io``: the ``summarize`` command (reads, validates, writes).
 
-Everything except ``lineage`` and ``summarize_io`` is pure (no I/O).
+Everything except ``lineage`` and ``summary_io`` is pure (no I/O).
 """

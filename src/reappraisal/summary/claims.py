@@ -34,7 +34,7 @@ from scipy import stats as sps
 from reappraisal.errors import PipelineInputError
 from reappraisal.stats import wilson_interval
 
-from .table import Table
+from .summary_table import Table
 
 VERDICTS = ("holds", "fails", "retracted", "not_computable")
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq,

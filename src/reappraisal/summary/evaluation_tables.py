@@ -24,7 +24,7 @@ import pandas as pd
 
 from reappraisal import stats
 
-from .table import Table, not_computable
+from .summary_table import Table, not_computable
 
 CONTEST_COLUMNS = [
     "run", "judge", "judge_kind", "contest_id", "vignette_id", "pool", "model", "opponent",

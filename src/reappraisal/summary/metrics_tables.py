@@ -2,7 +2,7 @@
 
 Each builder takes the parsed document (or ``None`` when the file is absent
 on this preset) and the artifact path(s) it came from, and returns a
-:class:`~reappraisal.summary.table.Table`; an absent or unusable document
+:class:`~reappraisal.summary.summary_table.Table`; an absent or unusable document
 gives a ``not_computable`` table with the reason, never an exception.
 Shapes read: ``results/evaluation/judge_calibration.json`` (calibrate_judge),
 ``results/reward/metrics.json`` (evaluate_reward_models),
@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from .table import Table, not_computable
+from .summary_table import Table, not_computable
 
 
 def _get(doc: Any, *path, default=None):

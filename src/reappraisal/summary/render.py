@@ -1,4 +1,4 @@
-"""A :class:`~reappraisal.summary.table.Table` as CSV, Markdown and LaTeX (booktabs).
+"""A :class:`~reappraisal.summary.summary_table.Table` as CSV, Markdown and LaTeX (booktabs).
 
 CSV keeps full precision and every column (it is what other programs
 read). Markdown and LaTeX are for people: the table's ``display`` columns
@@ -16,7 +16,7 @@ import re
 
 import pandas as pd
 
-from .table import Table
+from .summary_table import Table
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",

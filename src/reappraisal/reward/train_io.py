@@ -33,7 +33,7 @@ from reappraisal.atomic import atomic_dir, write_json
 from reappraisal.config import with_defaults
 from reappraisal.errors import ConfigError, PipelineInputError
 from reappraisal.params import parse_params
-from reappraisal.tables import read_table
+from reappraisal.input_tables import read_table
 from reappraisal.training import (
     checkpointing_args,
     export_model,
@@ -49,7 +49,7 @@ from reappraisal.training import (
 from .dataset import PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS, Examples, examples_for_split, pairs_for_split
 from .prompts import encode_prompts, format_prompts, resolve_pad_token_id
 
-log = logging.getLogger("reappraisal.reward.train")
+log = logging.getLogger("reappraisal.reward.train_io")
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ def load_base(base: str, n_labels: int, seed: int):
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, set_seed
 
-    from reappraisal.base_models.base import check_model_location
+    from reappraisal.base_models.prepare_io import check_model_location
 
     location = check_model_location(base, where="reward-model base")
     try:
@@ -300,7 +300,7 @@ def train_reward_model(
 
 def cli_main(argv: Sequence[str] | None = None) -> int:
     """``reappraisal train-reward-model``: one seed, from the processed tables to a model directory."""
-    from reappraisal.base_models.base import read_manifest
+    from reappraisal.base_models.prepare_io import read_manifest
 
     p = argparse.ArgumentParser(prog="reappraisal train-reward-model", description=cli_main.__doc__)
     p.add_argument("--base-model", required=True, help="hub id or local path (config base_models.reward_base)")

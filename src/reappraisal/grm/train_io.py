@@ -31,7 +31,7 @@ from reappraisal.atomic import atomic_dir
 from reappraisal.config import check_kl_beta, with_defaults
 from reappraisal.errors import DataValidationError, PipelineInputError
 from reappraisal.params import parse_params
-from reappraisal.tables import read_table
+from reappraisal.input_tables import read_table
 from reappraisal.training import (
     RunResult,
     WorkDir,

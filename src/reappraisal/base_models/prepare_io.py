@@ -31,12 +31,12 @@ from typing import Any, Mapping, Sequence
 from reappraisal.atomic import atomic_dir, write_json
 from reappraisal.params import parse_params
 from reappraisal.errors import ConfigError, DataValidationError, PipelineInputError
-from reappraisal.tables import read_table
+from reappraisal.input_tables import read_table
 
 from .prompts import template_texts
 from .tiny import CHAT_TEMPLATE, TinyArchitecture, build_causal_lm, train_tokenizer
 
-log = logging.getLogger("reappraisal.base_models.base")
+log = logging.getLogger("reappraisal.base_models.prepare_io")
 
 ROLES = ("reward", "grm", "policy", "judge")
 

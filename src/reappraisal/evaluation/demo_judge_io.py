@@ -4,7 +4,7 @@ The paper's judge (Llama-3.1-70B-Instruct) never touched training. The
 demo's stand-in must be just as independent of the reward path:
 
 - different weights: it starts from the ``judge`` base model (its own random
-  initialisation, seed and tokenizer copy; :mod:`reappraisal.base_models.base`),
+  initialisation, seed and tokenizer copy; :mod:`reappraisal.base_models.prepare_io`),
   not from the reward models, the GRM or the policy;
 - no human data in common with the reward path: it learns only from the
   ``judge_train`` half of the validation split's human pairs
@@ -30,7 +30,7 @@ import pandas as pd
 from ..atomic import atomic_dir
 from ..errors import PipelineInputError
 from ..params import parse_params
-from ..tables import read_table
+from ..input_tables import read_table
 from ..training import (
     checkpointing_args,
     export_model,

@@ -31,7 +31,7 @@ import pandas as pd
 from reappraisal.atomic import write_json, write_parquet
 from reappraisal.params import parse_params
 from reappraisal.errors import PipelineInputError
-from reappraisal.tables import read_table
+from reappraisal.input_tables import read_table
 from reappraisal.training import set_cpu_threads
 from reappraisal.stats import (
     agreement_by_margin,
@@ -43,7 +43,7 @@ from reappraisal.stats import (
 
 from .pairwise import PairwiseModel
 from .pairs import both_orders, select_pairs
-from .train import SUMMARY_FILE, scenario_texts
+from .train_io import SUMMARY_FILE, scenario_texts
 from .verdict import ERROR, verdict_counts
 
 CHANCE = 0.5

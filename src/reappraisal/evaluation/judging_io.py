@@ -23,7 +23,7 @@ import pandas as pd
 from ..atomic import write_parquet
 from ..errors import PipelineInputError
 from ..params import parse_params
-from ..tables import read_table
+from ..input_tables import read_table
 from ..training import set_cpu_threads
 from ..stats import pair_orders, score_contests
 from ..stats.contests import CONTEST_KEYS

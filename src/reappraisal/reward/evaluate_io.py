@@ -30,14 +30,14 @@ from reappraisal.atomic import write_json
 from reappraisal.config import with_defaults
 from reappraisal.params import parse_params
 from reappraisal.errors import ConfigError, PipelineInputError
-from reappraisal.tables import read_table
+from reappraisal.input_tables import read_table
 from reappraisal.training import set_cpu_threads
 
 from .dataset import PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS, examples_for_split, pairs_for_split
 from .metrics import accuracy_on_pairs, best_of_n, seed_disagreement, spearman_with_humans
 from .penalty import describe_penalty, ensemble_score
 
-log = logging.getLogger("reappraisal.reward.evaluate")
+log = logging.getLogger("reappraisal.reward.evaluate_io")
 
 HELD_OUT_NOTE = (
     "held-out = the validation split's within-scenario pairs of human reappraisals; the scenarios "

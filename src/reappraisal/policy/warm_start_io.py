@@ -139,7 +139,7 @@ def run_warm_start(
 def cli_main(argv: Sequence[str]) -> int:
     from reappraisal.config import with_defaults
     from reappraisal.params import parse_params
-    from reappraisal.tables import read_table
+    from reappraisal.input_tables import read_table
 
     ap = argparse.ArgumentParser(prog="reappraisal warm-start-policy", description=__doc__.splitlines()[0])
     ap.add_argument("--base-dir", required=True, help="the random-init tiny policy (prepare_base_models)")

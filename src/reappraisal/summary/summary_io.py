@@ -42,7 +42,7 @@ from . import metrics_tables as mt
 from .claims import evaluate_claims, validate_ledger
 from .lineage import DvcIndex, lineage_entries
 from .render import to_csv, to_latex, to_markdown
-from .table import Table
+from .summary_table import Table
 
 CLAIMS_SCHEMA = REPO_ROOT / "workflow" / "schemas" / "claims.schema.yaml"
 JUDGMENT_COLUMNS = ["run", "judge", "contest_id", "vignette_id", "model", "opponent", "order", "verdict"]

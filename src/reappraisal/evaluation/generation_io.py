@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..atomic import write_parquet
 from ..params import parse_params
-from ..tables import read_table
+from ..input_tables import read_table
 from ..training import set_cpu_threads
 from ..policy.answer import extract_answer
 from ..policy.arms import resolve_model_dir

@@ -28,7 +28,7 @@ from ..params import parse_params
 from .mapping import SourceView, collapse_distinct
 from .reshape import check_rating_source, reshape_ratings
 from .sources import read_source_file
-from .tables import HUMAN, POOLS, RATINGS, REAPPRAISALS, VIGNETTES, strip_origin, validate_table, where
+from .table_schemas import HUMAN, POOLS, RATINGS, REAPPRAISALS, VIGNETTES, strip_origin, validate_table, where
 
 #: Training scenarios need this many human reappraisals: one for train, one for validation.
 MIN_HUMAN_PER_TRAINING_SCENARIO = 2

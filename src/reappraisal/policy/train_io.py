@@ -321,7 +321,7 @@ def build_scorers(judges: Mapping[str, Any], *, targets, vignettes, device):
 def cli_main(argv: Sequence[str]) -> int:
     """``train-policy``: train one arm, or record an external arm's checkpoint (see module doc)."""
     from reappraisal.params import parse_params
-    from reappraisal.tables import read_table
+    from reappraisal.input_tables import read_table
 
     ap = argparse.ArgumentParser(prog="reappraisal train-policy", description=__doc__.splitlines()[0])
     ap.add_argument("--arm", required=True)

@@ -23,7 +23,7 @@ import pandas as pd
 from ..atomic import write_json, write_parquet
 from ..errors import ConfigError, PipelineInputError
 from ..params import parse_params
-from ..tables import read_table
+from ..input_tables import read_table
 from ..training import set_cpu_threads
 from .backends import judge_fingerprint, make_backend
 from .cache import ReplyCache

@@ -26,7 +26,7 @@ import pandas as pd
 from ..atomic import atomic_path
 from ..errors import PipelineInputError
 from ..params import parse_params
-from .build import DEMO_BANNER, fmt, fmt_interval, git_commit
+from .report_io import DEMO_BANNER, fmt, fmt_interval, git_commit
 from .inputs import Artifact, parse_manifest, read_claims, read_csv, read_json, read_tables_index, sha256_file
 
 
