@@ -7,9 +7,10 @@ import time
 import pytest
 
 from reappraisal.errors import ConfigError, PipelineInputError
-from reappraisal.evaluation.backends import CallFailure, OpenAIBackend, parse_retry_after
+from reappraisal.evaluation.backends import CallFailure, OpenAIBackend
 from reappraisal.evaluation.cache import ReplyCache
 from reappraisal.evaluation.judging import judge_contests
+from reappraisal.http_retry import parse_retry_after
 
 from .helpers import contests_frame, openai_judge, scenarios_for
 from .openai_fake import FakeOpenAI, Reply

@@ -4,28 +4,23 @@ Source ``bundled`` copies the shipped demo dataset (minus its test-only
 ``truth/`` folder and README); source ``osf`` downloads the OSF node through
 the API (:mod:`reappraisal.data.osf`). Either way the folder is replaced only
 once complete, and the manifest lists every file with its size and sha256.
+The ``data`` section is read through :func:`reappraisal.config.with_defaults`
+(the schema's defaults, no fallbacks here).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import hashlib
 import shutil
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..atomic import atomic_dir, write_json
-from ..params import parse_params
+from ..config import with_defaults
 from ..errors import ConfigError, DataValidationError
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
+from ..file_hashes import sha256_file
+from ..params import parse_params
 
 
 def bundled_files(root: Path) -> list[Path]:
@@ -54,19 +49,21 @@ def fetch_bundled(src: Path, out_dir: Path) -> list[dict[str, Any]]:
 
 def fetch_osf(osf_cfg: Mapping[str, Any], out_dir: Path) -> list[dict[str, Any]]:
     """Download the node into a persistent cache beside ``out_dir`` (so a rerun
-    after a crash skips files already verified), then publish a copy atomically."""
+    after a crash skips files already verified), then publish a copy atomically.
+
+    ``osf_cfg`` is the validated ``data.osf`` section (defaults filled)."""
     from . import osf
 
     cache = out_dir.parent / ".osf_cache"
     manifest = osf.fetch_node(
         osf_cfg["node"],
         cache / "files",
-        api_url=osf_cfg.get("api_url", osf.DEFAULT_API_URL),
-        token_env=osf_cfg.get("token_env", osf.DEFAULT_TOKEN_ENV),
-        include=osf_cfg.get("include"),
-        exclude=osf_cfg.get("exclude"),
+        api_url=osf_cfg["api_url"],
+        token_env=osf_cfg["token_env"],
+        include=osf_cfg["include"],
+        exclude=osf_cfg["exclude"],
         manifest_path=cache / "osf_manifest.json",
-        retry=osf.RetryPolicy(max_retries=osf_cfg.get("max_retries", 5), timeout_s=osf_cfg.get("timeout_s", 60)),
+        retry=osf.RetryPolicy(max_retries=osf_cfg["max_retries"], timeout_s=osf_cfg["timeout_s"]),
     )
     with atomic_dir(out_dir) as tmp:
         for entry in manifest["files"]:
@@ -80,15 +77,19 @@ def fetch_osf(osf_cfg: Mapping[str, Any], out_dir: Path) -> list[dict[str, Any]]
 
 def fetch(data_cfg: Mapping[str, Any], out_dir: str | Path, manifest_path: str | Path) -> dict[str, Any]:
     out_dir = Path(out_dir)
+    data_cfg = with_defaults("data", data_cfg)
     source = data_cfg["source"]
     if source == "bundled":
-        entries = fetch_bundled(Path(data_cfg.get("bundled_dir", "data/demo")), out_dir)
-        origin = {"source": "bundled", "bundled_dir": data_cfg.get("bundled_dir", "data/demo")}
+        if "bundled_dir" not in data_cfg:
+            raise ConfigError("source 'bundled' needs bundled_dir (the export's folder, e.g. data/demo)",
+                              where="config key 'data.bundled_dir'")
+        entries = fetch_bundled(Path(data_cfg["bundled_dir"]), out_dir)
+        origin = {"source": "bundled", "bundled_dir": data_cfg["bundled_dir"]}
     elif source == "osf":
         if "osf" not in data_cfg:
             raise ConfigError("source 'osf' needs an osf section (node, api_url)", where="config key 'data.osf'")
         entries = fetch_osf(data_cfg["osf"], out_dir)
-        origin = {"source": "osf", "node": data_cfg["osf"]["node"], "api_url": data_cfg["osf"].get("api_url")}
+        origin = {"source": "osf", "node": data_cfg["osf"]["node"], "api_url": data_cfg["osf"]["api_url"]}
     else:  # the schema already restricts this; kept for direct callers
         raise ConfigError(f"unknown source {source!r}", where="config key 'data.source'")
     manifest = {

@@ -1,24 +1,38 @@
-"""n-gram leakage check between training text and held-out evaluation text. Pure.
+"""n-gram overlap between texts, and which texts training, evaluation and the OOD pool hold. Pure.
 
 Texts are lower-cased and split into word tokens (``[a-z0-9']+``); an n-gram
 is n consecutive tokens (default 8). A training text *leaks* a held-out text
 when they share more than ``max_shared`` distinct n-grams. Any leak fails the
 run: a reward model or policy that has seen an evaluation answer makes the
 evaluation meaningless.
+
+:class:`TextPools` says once which rows are training text, held-out answers
+and training or OOD scenarios; the leakage check (:mod:`.leakage_io`) and the
+OOD disjointness gate (:mod:`reappraisal.evaluation.ood_gate`) both compare
+those pools with :func:`find_overlaps`.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Mapping
 
+import pandas as pd
+
 TOKEN = re.compile(r"[a-z0-9']+")
+#: The splits a reward model or policy trains on.
+TRAINING_SPLITS = ("train", "val")
+
+
+def tokens(text: str) -> list[str]:
+    return TOKEN.findall(text.lower())
 
 
 def ngrams(text: str, n: int) -> set[tuple[str, ...]]:
-    tokens = TOKEN.findall(text.lower())
-    return {tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
+    words = tokens(text)
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 def find_overlaps(
@@ -43,3 +57,32 @@ def find_overlaps(
             if len(grams) > max_shared:
                 hits.append({"train_id": tid, "heldout_id": hid, "shared": len(grams), "example": " ".join(min(grams))})
     return sorted(hits, key=lambda h: (-h["shared"], h["train_id"], h["heldout_id"]))
+
+
+def _texts(frame: pd.DataFrame, id_column: str) -> dict[str, str]:
+    return dict(zip(frame[id_column].astype(str), frame["text"].astype(str)))
+
+
+@dataclass(frozen=True)
+class TextPools:
+    """The texts the checks compare, id -> text (from ``targets`` and ``vignettes``, the data contract)."""
+
+    training: dict[str, str]  # train and validation reappraisals
+    heldout: dict[str, str]  # held-out answers (GPT-4 references, opponents' answers)
+    heldout_on_training_scenarios: dict[str, str]  # the held-out answers written for a training scenario
+    training_scenarios: dict[str, str]
+    ood_scenarios: dict[str, str]
+
+    @classmethod
+    def from_tables(cls, targets: pd.DataFrame, vignettes: pd.DataFrame) -> TextPools:
+        pools = vignettes["pool"].astype(str)
+        train_scen = vignettes[pools == "train"]
+        heldout = targets[targets["split"] == "heldout"]
+        on_training = heldout["vignette_id"].astype(str).isin(set(train_scen["vignette_id"].astype(str)))
+        return cls(
+            training=_texts(targets[targets["split"].isin(TRAINING_SPLITS)], "reappraisal_id"),
+            heldout=_texts(heldout, "reappraisal_id"),
+            heldout_on_training_scenarios=_texts(heldout[on_training], "reappraisal_id"),
+            training_scenarios=_texts(train_scen, "vignette_id"),
+            ood_scenarios=_texts(vignettes[pools == "ood"], "vignette_id"),
+        )

@@ -7,60 +7,83 @@ OOD pool must be disjoint from. On success writes the report; on a leak it
 writes the report beside the output as ``leakage_failed.json`` (not the
 declared output, so Snakemake never takes it as done) and exits non-zero with
 a message naming the offending pairs.
+
+The command's shape (inputs, report or ``<out>_failed.json`` and a
+:class:`~reappraisal.errors.LeakageError`) is shared with the OOD gate
+(``check-ood``, :mod:`reappraisal.evaluation.ood_gate_io`):
+:func:`gate_arguments` and :func:`publish_gate_report`.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 
 from ..atomic import write_json
-from ..params import parse_params
-from ..input_tables import read_table
 from ..errors import LeakageError
-from .leakage import find_overlaps
+from ..input_tables import read_table
+from ..params import parse_params
+from .leakage import TextPools, find_overlaps
 
 
 def run_checks(targets: pd.DataFrame, vignettes: pd.DataFrame, n: int, max_shared: int) -> dict:
-    training = targets[targets["split"].isin(["train", "val"])]
-    heldout = targets[targets["split"] == "heldout"]
-    train_texts = dict(zip(training["reappraisal_id"], training["text"]))
-    answers = find_overlaps(train_texts, dict(zip(heldout["reappraisal_id"], heldout["text"])), n=n, max_shared=max_shared)
-    train_scen = vignettes[vignettes["pool"] == "train"]
-    ood = vignettes[vignettes["pool"] == "ood"]
-    seen = {**{f"scenario:{k}": v for k, v in zip(train_scen["vignette_id"], train_scen["text"])}, **train_texts}
-    ood_hits = find_overlaps(seen, dict(zip(ood["vignette_id"], ood["text"])), n=n, max_shared=max_shared)
+    texts = TextPools.from_tables(targets, vignettes)
+    answers = find_overlaps(texts.training, texts.heldout, n=n, max_shared=max_shared)
+    seen = {**{f"scenario:{k}": v for k, v in texts.training_scenarios.items()}, **texts.training}
+    ood_hits = find_overlaps(seen, texts.ood_scenarios, n=n, max_shared=max_shared)
     return {
         "ngram": n,
         "max_shared_ngrams": max_shared,
-        "training_texts": len(train_texts),
-        "heldout_answers": len(heldout),
-        "ood_scenarios": len(ood),
+        "training_texts": len(texts.training),
+        "heldout_answers": len(texts.heldout),
+        "ood_scenarios": len(texts.ood_scenarios),
         "answer_leaks": answers,
         "ood_leaks": ood_hits,
         "ok": not answers and not ood_hits,
     }
 
 
-def cli_main(argv: Sequence[str]) -> int:
-    ap = argparse.ArgumentParser(prog="reappraisal check-leakage", description=__doc__.splitlines()[0])
+def gate_arguments(prog: str, doc: str, argv: Sequence[str] | None
+                   ) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame, Path]:
+    """A gate command's ``--targets --vignettes --out --params``: (params, targets, vignettes, out)."""
+    ap = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
     for name in ("targets", "vignettes", "out", "params"):
         ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args(argv)
-    cfg = parse_params(args.params)["leakage"]
-    report = run_checks(read_table(args.targets), read_table(args.vignettes), cfg["ngram"], cfg["max_shared_ngrams"])
-    out = Path(args.out)
-    failed = out.with_name("leakage_failed.json")
-    if not report["ok"]:
+    params = parse_params(args.params)
+    return params, read_table(args.targets), read_table(args.vignettes), Path(args.out)
+
+
+def publish_gate_report(report: dict, out: Path, *, passed: bool, failure: Callable[[Path], str], where: str) -> None:
+    """Write a gate's report to ``out`` when it passed; else beside it as ``<stem>_failed.json`` and stop.
+
+    The failed report is never the declared output, so Snakemake and DVC never
+    take a failed gate as done; ``failure(failed_path)`` is the one-line message
+    of the :class:`LeakageError` raised.
+    """
+    failed = out.with_name(out.stem + "_failed.json")
+    if not passed:
         write_json(report, failed)
-        leaks = report["answer_leaks"] + report["ood_leaks"]
-        first = "; ".join(f"{h['train_id']} ~ {h['heldout_id']} ({h['shared']} shared {cfg['ngram']}-grams, e.g. '{h['example']}')" for h in leaks[:3])
-        more = f" and {len(leaks) - 3} more" if len(leaks) > 3 else ""
-        raise LeakageError(f"{len(leaks)} leak(s): {first}{more}; full list in {failed}", where="check_leakage")
+        raise LeakageError(failure(failed), where=where)
     failed.unlink(missing_ok=True)
     write_json(report, out)
+
+
+def cli_main(argv: Sequence[str]) -> int:
+    params, targets, vignettes, out = gate_arguments("reappraisal check-leakage", __doc__, argv)
+    cfg = params["leakage"]
+    report = run_checks(targets, vignettes, cfg["ngram"], cfg["max_shared_ngrams"])
+    leaks = report["answer_leaks"] + report["ood_leaks"]
+
+    def failure(failed: Path) -> str:
+        first = "; ".join(f"{h['train_id']} ~ {h['heldout_id']} ({h['shared']} shared {cfg['ngram']}-grams, "
+                          f"e.g. '{h['example']}')" for h in leaks[:3])
+        more = f" and {len(leaks) - 3} more" if len(leaks) > 3 else ""
+        return f"{len(leaks)} leak(s): {first}{more}; full list in {failed}"
+
+    publish_gate_report(report, out, passed=report["ok"], failure=failure, where="check_leakage")
     print(f"check_leakage: ok ({report['training_texts']} training texts vs {report['heldout_answers']} held-out answers, {report['ood_scenarios']} OOD scenarios)")
     return 0

@@ -27,16 +27,15 @@ Transport
   logged.
 * HTTP 429 waits ``Retry-After`` seconds (capped by
   :attr:`RetryPolicy.retry_after_max_s`); 5xx, connection errors, timeouts and
-  downloads cut mid-body are retried with exponential backoff; any other 4xx
-  raises :class:`~reappraisal.errors.DownloadError` at once.
+  downloads cut mid-body are retried with exponential backoff
+  (:mod:`reappraisal.http_retry`); any other 4xx raises
+  :class:`~reappraisal.errors.DownloadError` at once.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import email.utils
 import fnmatch
-import hashlib
 import ipaddress
 import logging
 import os
@@ -44,13 +43,15 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 import requests
 
 from reappraisal.atomic import atomic_path, write_json
 from reappraisal.errors import DownloadError, PipelineInputError
+from reappraisal.file_hashes import Digests, file_digests
+from reappraisal.http_retry import Backoff, Retryable, call_with_retries, parse_retry_after
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,7 @@ MANIFEST_NAME = "osf_manifest.json"
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 _MAX_REDIRECTS = 10
 _TRANSIENT = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -118,8 +120,11 @@ class RetryPolicy:
     timeout_s: float = 60.0
     sleep: Callable[[float], Any] = field(default=time.sleep, compare=False)
 
-    def backoff(self, attempt: int) -> float:
-        return min(self.backoff_max_s, self.backoff_base_s * (2**attempt))
+    def run(self, fn: Callable[..., T], *args: Any, on_retry: Callable[[Retryable, int, float], Any]) -> T:
+        """``fn(*args)`` retried on :class:`~reappraisal.http_retry.Retryable` under this policy."""
+        backoff = Backoff(self.backoff_base_s, self.backoff_max_s, self.retry_after_max_s)
+        return call_with_retries(fn, *args, max_retries=self.max_retries, backoff=backoff, sleep=self.sleep,
+                                 on_retry=on_retry)
 
 
 def make_session(token_env: str | None = DEFAULT_TOKEN_ENV) -> requests.Session:
@@ -273,36 +278,32 @@ def download_file(
             log.info("%s: already present with matching %s, not downloading", record.path, done.verified_by)
             return done
     http = _Http(session or make_session(token_env), api_url, retry, token_env)
-    for attempt in range(retry.max_retries + 1):
-        try:
-            return _download_once(http, record, dest, chunk_size)
-        except _Interrupted as cut:
-            if attempt == retry.max_retries:
-                raise DownloadError(
-                    f"download of {record.path!r} kept being interrupted "
-                    f"({retry.max_retries + 1} attempts, last: {cut})",
-                    where=record.download_url,
-                ) from cut.__cause__
-            wait = retry.backoff(attempt)
-            log.warning("%s: download interrupted (%s); retrying in %.1f s", record.path, cut, wait)
-            retry.sleep(wait)
-    raise AssertionError("unreachable")
+
+    def warn(cut: Retryable, _retry: int, wait: float) -> None:
+        log.warning("%s: download interrupted (%s); retrying in %.1f s", record.path, cut, wait)
+
+    try:
+        return retry.run(_download_once, http, record, dest, chunk_size, on_retry=warn)
+    except _Interrupted as cut:
+        raise DownloadError(
+            f"download of {record.path!r} kept being interrupted ({retry.max_retries + 1} attempts, last: {cut})",
+            where=record.download_url,
+        ) from cut.__cause__
 
 
-class _Interrupted(Exception):
+class _Interrupted(Retryable):
     """The transfer stopped before the whole body arrived (retryable)."""
 
 
 def _download_once(http: _Http, record: OsfFile, dest: Path, chunk_size: int) -> DownloadedFile:
-    sha256, md5, received = hashlib.sha256(), hashlib.md5(), 0
+    digests, received = Digests("sha256", "md5"), 0
     resp = http.get(record.download_url, stream=True)
     with resp, atomic_path(dest, suffix=".part") as tmp:
         with open(tmp, "wb") as fh:
             try:
                 for chunk in resp.iter_content(chunk_size):
                     fh.write(chunk)
-                    sha256.update(chunk)
-                    md5.update(chunk)
+                    digests.update(chunk)
                     received += len(chunk)
                     if record.size is not None and received > record.size:
                         raise DownloadError(
@@ -314,14 +315,12 @@ def _download_once(http: _Http, record: OsfFile, dest: Path, chunk_size: int) ->
                 raise _Interrupted(f"{type(exc).__name__} after {received} bytes") from exc
         if record.size is not None and received < record.size:
             raise _Interrupted(f"got {received} of {record.size} bytes")
-        verified_by = _verify(record, sha256.hexdigest(), md5.hexdigest())
+        sha256, md5 = digests.hexdigests()
+        verified_by = _verify(record, sha256, md5)
     if verified_by is None:
-        log.warning(
-            "%s: OSF publishes no hash for this file; recorded the computed sha256 %s unverified",
-            record.path,
-            sha256.hexdigest(),
-        )
-    return DownloadedFile(record, dest, received, sha256.hexdigest(), verified_by, skipped=False)
+        log.warning("%s: OSF publishes no hash for this file; recorded the computed sha256 %s unverified",
+                    record.path, sha256)
+    return DownloadedFile(record, dest, received, sha256, verified_by, skipped=False)
 
 
 def _verify(record: OsfFile, sha256: str, md5: str) -> str | None:
@@ -347,21 +346,12 @@ def _already_there(record: OsfFile, dest: Path) -> DownloadedFile | None:
     size = dest.stat().st_size
     if record.size is not None and size != record.size:
         return None
-    sha256, md5 = _hash_file(dest)
+    sha256, md5 = file_digests(dest, "sha256", "md5")
     try:
         verified_by = _verify(record, sha256, md5)
     except DownloadError:
         return None
     return DownloadedFile(record, dest, size, sha256, verified_by, skipped=True)
-
-
-def _hash_file(path: Path) -> tuple[str, str]:
-    sha256, md5 = hashlib.sha256(), hashlib.md5()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            sha256.update(chunk)
-            md5.update(chunk)
-    return sha256.hexdigest(), md5.hexdigest()
 
 
 # --------------------------------------------------------------------------- whole node
@@ -467,26 +457,28 @@ class _Http:
 
     def get(self, url: str, *, stream: bool) -> requests.Response:
         """Final 2xx response for ``url``; retries 429/5xx/connection errors, raises on other codes."""
-        for attempt in range(self.retry.max_retries + 1):
-            try:
-                resp = self._follow(url, stream)
-            except _TRANSIENT as exc:
-                problem, wait = f"{type(exc).__name__}", self.retry.backoff(attempt)
-            else:
-                if resp.status_code < 300:
-                    return resp
-                with resp:
-                    if resp.status_code == 429:
-                        problem, wait = "HTTP 429 Too Many Requests", self._retry_after(resp, attempt)
-                    elif resp.status_code >= 500:
-                        problem, wait = f"HTTP {resp.status_code} {resp.reason}", self.retry.backoff(attempt)
-                    else:
-                        raise self._http_error(resp)
-            if attempt == self.retry.max_retries:
-                break
-            log.warning("%s from %s; retry %d/%d in %.1f s", problem, url, attempt + 1, self.retry.max_retries, wait)
-            self.retry.sleep(wait)
-        raise DownloadError(f"giving up after {self.retry.max_retries + 1} attempts: {problem}", where=url)
+
+        def warn(error: Retryable, retry: int, wait: float) -> None:
+            log.warning("%s from %s; retry %d/%d in %.1f s", error, url, retry, self.retry.max_retries, wait)
+
+        try:
+            return self.retry.run(self._get_once, url, stream, on_retry=warn)
+        except Retryable as error:
+            raise DownloadError(f"giving up after {self.retry.max_retries + 1} attempts: {error}", where=url) from None
+
+    def _get_once(self, url: str, stream: bool) -> requests.Response:
+        try:
+            resp = self._follow(url, stream)
+        except _TRANSIENT as exc:
+            raise Retryable(type(exc).__name__) from exc
+        if resp.status_code < 300:
+            return resp
+        with resp:
+            if resp.status_code == 429:
+                raise Retryable("HTTP 429 Too Many Requests", parse_retry_after(resp.headers.get("Retry-After")))
+            if resp.status_code >= 500:
+                raise Retryable(f"HTTP {resp.status_code} {resp.reason}")
+            raise self._http_error(resp)
 
     def _follow(self, url: str, stream: bool) -> requests.Response:
         """One GET, following redirects by hand so the token only reaches trusted hosts."""
@@ -503,22 +495,6 @@ class _Http:
                 raise DownloadError(f"HTTP {resp.status_code} redirect without a Location", where=url)
             url = urljoin(url, location)
         raise DownloadError(f"more than {_MAX_REDIRECTS} redirects", where=url)
-
-    def _retry_after(self, resp: requests.Response, attempt: int) -> float:
-        value = (resp.headers.get("Retry-After") or "").strip()
-        wait: float | None = None
-        if value:
-            try:
-                wait = float(value)
-            except ValueError:
-                try:
-                    when = email.utils.parsedate_to_datetime(value)
-                    wait = (when - _dt.datetime.now(_dt.timezone.utc)).total_seconds()
-                except (TypeError, ValueError):
-                    wait = None
-        if wait is None:
-            return self.retry.backoff(attempt)
-        return min(max(wait, 0.0), self.retry.retry_after_max_s)
 
     def _http_error(self, resp: requests.Response) -> DownloadError:
         code = resp.status_code
@@ -624,6 +600,6 @@ def _error_detail(resp: requests.Response) -> str:
     try:
         errors = resp.json().get("errors") or []
         detail = "; ".join(str(e.get("detail")) for e in errors if isinstance(e, dict) and e.get("detail"))
-    except Exception:  # noqa: BLE001 - best effort only
+    except Exception:
         detail = ""
     return detail[:200]

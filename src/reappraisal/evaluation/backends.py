@@ -16,21 +16,22 @@ stage keeps what it already paid for.
   Bearer``; it is never logged, never put in an error message and never
   written to an artifact. Each request has a timeout; 429, 408 and 5xx
   responses, connection errors, timeouts and malformed responses are retried
-  with exponential backoff (``tenacity``), honouring ``Retry-After`` when the
-  server sends it; other 4xx responses (a wrong key, an unknown model) stop
-  the stage at once. At most ``request.concurrency`` calls are in flight.
+  with exponential backoff (:mod:`reappraisal.http_retry`), honouring
+  ``Retry-After`` when the server sends it; other 4xx responses (a wrong key,
+  an unknown model) stop the stage at once. At most ``request.concurrency``
+  calls are in flight. Request settings come from the validated judge spec
+  (the schema fills their defaults).
 """
 
 from __future__ import annotations
 
-import email.utils
 import os
-import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Sequence
 
 from ..errors import ConfigError, PipelineInputError
+from ..http_retry import Backoff, Retryable, call_with_retries, parse_retry_after
 from .cache import model_fingerprint
 from .generation import Decoding, generate_hf, load_generator, render_prompts
 from .judge_spec import JudgeSpec
@@ -45,32 +46,8 @@ class CallFailure:
     reason: str
 
 
-class TransientHTTPError(Exception):
-    """A response worth retrying (429, 408, 5xx, or a body that is not a chat completion)."""
-
-    def __init__(self, reason: str, retry_after: float | None = None):
-        super().__init__(reason)
-        self.reason, self.retry_after = reason, retry_after
-
-
 class EndpointRefused(PipelineInputError):
     """The endpoint refused the request for a reason retrying cannot fix (401, 403, 404, 400, ...)."""
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date); None when absent or unreadable."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 class TransformersBackend:
@@ -84,12 +61,12 @@ class TransformersBackend:
 
     def replies(self, conversations: Sequence[Conversation], progress=None) -> Iterator[tuple[int, str | CallFailure]]:
         prefill = self.spec.prefill or ""
-        if self.spec.decoding.get("logprob"):
+        if self.spec.decoding["logprob"]:
             yield from self._logprob_replies(render_prompts(self.tokenizer, conversations), prefill, progress)
             return
         prompts = [p + prefill for p in render_prompts(self.tokenizer, conversations)]
         step = max(1, self.spec.batch_size) * 4
-        seed = self.spec.decoding.get("seed") or 0
+        seed = self.spec.decoding["seed"] or 0  # null counts as 0
         for start in range(0, len(prompts), step):
             chunk = prompts[start:start + step]
             outs = generate_hf(self.model, self.tokenizer, chunk, self.decoding, batch_size=self.spec.batch_size,
@@ -119,12 +96,11 @@ class OpenAIBackend:
 
         self.spec = spec
         self.url = spec.base_url.rstrip("/") + "/chat/completions"
-        req = spec.request
-        self.timeout = float(req.get("timeout_s", 120))
-        self.max_retries = int(req.get("max_retries", 5))
-        self.backoff = float(req.get("backoff_s", 1.0))
-        self.max_backoff = float(req.get("max_backoff_s", 60))
-        self.concurrency = int(req.get("concurrency", 16))
+        req = spec.request  # validated: the schema filled every default
+        self.timeout = float(req["timeout_s"])
+        self.max_retries = int(req["max_retries"])
+        self.backoff = Backoff(float(req["backoff_s"]), float(req["max_backoff_s"]))
+        self.concurrency = int(req["concurrency"])
         self._headers = {"Content-Type": "application/json"}
         if spec.api_key_env:
             key = os.environ.get(spec.api_key_env)
@@ -142,11 +118,11 @@ class OpenAIBackend:
         body = {
             "model": self.spec.model,
             "messages": [dict(m) for m in conversation],
-            "max_tokens": int(d.get("max_new_tokens", 512)),
-            "temperature": float(d.get("temperature", 0.0)),
-            "top_p": float(d.get("top_p", 1.0)),
+            "max_tokens": int(d["max_new_tokens"]),
+            "temperature": float(d["temperature"]),
+            "top_p": float(d["top_p"]),
         }
-        if d.get("seed") is not None:
+        if d["seed"] is not None:
             body["seed"] = int(d["seed"])
         return body
 
@@ -156,40 +132,28 @@ class OpenAIBackend:
         try:
             resp = self._session.post(self.url, json=self.body(conversation), headers=self._headers, timeout=self.timeout)
         except requests.Timeout:
-            raise TransientHTTPError(f"no answer within {self.timeout:g} s") from None
+            raise Retryable(f"no answer within {self.timeout:g} s") from None
         except requests.ConnectionError as exc:
-            raise TransientHTTPError(f"connection failed ({type(exc).__name__})") from None
+            raise Retryable(f"connection failed ({type(exc).__name__})") from None
         if resp.status_code in (408, 429) or resp.status_code >= 500:
-            raise TransientHTTPError(f"HTTP {resp.status_code}", parse_retry_after(resp.headers.get("Retry-After")))
+            raise Retryable(f"HTTP {resp.status_code}", parse_retry_after(resp.headers.get("Retry-After")))
         if resp.status_code >= 400:
             raise EndpointRefused(f"{self.url} answered HTTP {resp.status_code} ({resp.reason}); check the judge's "
                                   "model name, base_url and API key", where=self.spec.path)
         try:
             content = resp.json()["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
-            raise TransientHTTPError("malformed response (not a chat completion)") from None
+            raise Retryable("malformed response (not a chat completion)") from None
         if not isinstance(content, str):
-            raise TransientHTTPError("malformed response (message content is not text)")
+            raise Retryable("malformed response (message content is not text)")
         return content
-
-    def _wait(self, retry_state) -> float:
-        exc = retry_state.outcome.exception()
-        if isinstance(exc, TransientHTTPError) and exc.retry_after is not None:
-            return min(exc.retry_after, self.max_backoff)
-        return min(self.backoff * 2 ** (retry_state.attempt_number - 1), self.max_backoff)
 
     def call(self, conversation: Conversation) -> str | CallFailure:
         """One reply, with retries; a :class:`CallFailure` when every attempt failed."""
-        from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt
-
-        retrying = Retrying(stop=stop_after_attempt(self.max_retries + 1), wait=self._wait,
-                            retry=retry_if_exception_type(TransientHTTPError))
         try:
-            return retrying(self._post_once, conversation)
-        except RetryError as exc:
-            last = exc.last_attempt.exception()
-            return CallFailure(f"{last.reason if isinstance(last, TransientHTTPError) else last} "
-                               f"after {self.max_retries + 1} attempt(s)")
+            return call_with_retries(self._post_once, conversation, max_retries=self.max_retries, backoff=self.backoff)
+        except Retryable as last:
+            return CallFailure(f"{last.reason} after {self.max_retries + 1} attempt(s)")
 
     def replies(self, conversations: Sequence[Conversation], progress=None) -> Iterator[tuple[int, str | CallFailure]]:
         pending = iter(enumerate(conversations))

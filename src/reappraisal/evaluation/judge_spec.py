@@ -49,10 +49,10 @@ class JudgeSpec:
     pattern: str
     labels: Mapping[str, str]
     decoding: Mapping[str, Any]
+    batch_size: int  # no default here: the schema's is the one
     request: Mapping[str, Any] = field(default_factory=dict)
     base_url: str | None = None
     api_key_env: str | None = None
-    batch_size: int = 32
     path: str = ""
     prefill: str | None = None
     panel: Mapping[str, Any] = field(default_factory=dict)
@@ -187,7 +187,7 @@ PANEL_VERDICT_LINES = {"A": "VERDICT: A", "B": "VERDICT: B", "tie": "VERDICT: ti
 def _check_panel_reply_parses(raw: Mapping[str, Any], where: str) -> None:
     """A panel replies ``VERDICT: A|B|tie``: the judge's pattern and labels must read that back."""
     probe = JudgeSpec(name="", backend="panel", model="", system=None, user="", pattern=raw["verdict"]["pattern"],
-                      labels=raw["verdict"]["labels"], decoding={})
+                      labels=raw["verdict"]["labels"], decoding={}, batch_size=1)
     for verdict, line in PANEL_VERDICT_LINES.items():
         if probe.parse(line) != verdict:
             raise ConfigError(f"verdict.pattern/labels read the panel's reply {line!r} as {probe.parse(line)!r}; a panel "

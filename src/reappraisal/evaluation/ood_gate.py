@@ -2,7 +2,7 @@
 
 OOD scenarios exist to test the policy on situations nothing in training
 resembles. Before they are used, each must share no word n-gram (the
-leakage check's tokenisation, :func:`reappraisal.data.leakage.ngrams`) with:
+leakage check's tokenisation and text pools, :mod:`reappraisal.data.leakage`) with:
 
 - any training scenario,
 - any training reappraisal (train and validation splits),
@@ -17,31 +17,23 @@ listed, and fail the gate unless ``allow_short`` is set.
 
 from __future__ import annotations
 
-from typing import Mapping
-
 import pandas as pd
 
-from ..data.leakage import TOKEN, find_overlaps
+from ..data.leakage import TextPools, find_overlaps, tokens
 
 
 def ood_disjointness(vignettes: pd.DataFrame, targets: pd.DataFrame, *, n: int, allow_short: bool = False) -> dict:
     """The gate's report: counts, every offending pair, short scenarios, and ``passed``."""
-    pools = vignettes["pool"].astype(str)
-    train_scen = vignettes[pools == "train"]
-    ood = vignettes[pools == "ood"]
-    ood_texts: Mapping[str, str] = dict(zip(ood["vignette_id"].astype(str), ood["text"].astype(str)))
-    train_ids = set(train_scen["vignette_id"].astype(str))
-    training = targets[targets["split"].isin(["train", "val"])]
-    heldout = targets[(targets["split"] == "heldout") & targets["vignette_id"].astype(str).isin(train_ids)]
+    texts = TextPools.from_tables(targets, vignettes)
+    ood_texts = texts.ood_scenarios
     sources = {
-        "training scenario": dict(zip(train_scen["vignette_id"].astype(str), train_scen["text"].astype(str))),
-        "training reappraisal": dict(zip(training["reappraisal_id"].astype(str), training["text"].astype(str))),
-        "held-out answer on a training scenario": dict(zip(heldout["reappraisal_id"].astype(str),
-                                                           heldout["text"].astype(str))),
+        "training scenario": texts.training_scenarios,
+        "training reappraisal": texts.training,
+        "held-out answer on a training scenario": texts.heldout_on_training_scenarios,
     }
     overlaps = []
-    for kind, texts in sources.items():
-        for hit in find_overlaps(texts, ood_texts, n=n, max_shared=0):
+    for kind, others in sources.items():
+        for hit in find_overlaps(others, ood_texts, n=n, max_shared=0):
             overlaps.append({"ood_scenario": hit["heldout_id"], "other": hit["train_id"], "other_kind": kind,
                              "shared": hit["shared"], "example": hit["example"]})
     ids = sorted(ood_texts)
@@ -50,11 +42,11 @@ def ood_disjointness(vignettes: pd.DataFrame, targets: pd.DataFrame, *, n: int, 
         for hit in find_overlaps({a: ood_texts[a]}, later, n=n, max_shared=0):
             overlaps.append({"ood_scenario": hit["heldout_id"], "other": a, "other_kind": "another OOD scenario",
                              "shared": hit["shared"], "example": hit["example"]})
-    short = sorted(v for v, t in ood_texts.items() if len(TOKEN.findall(t.lower())) < n)
+    short = sorted(v for v, t in ood_texts.items() if len(tokens(t)) < n)
     return {
         "ngram": n,
         "ood_scenarios": len(ood_texts),
-        "compared_with": {kind: len(texts) for kind, texts in sources.items()},
+        "compared_with": {kind: len(others) for kind, others in sources.items()},
         "overlaps": overlaps,
         "too_short": short,
         "allow_short": bool(allow_short),

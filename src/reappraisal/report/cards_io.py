@@ -20,14 +20,14 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import jinja2
 import pandas as pd
 
-from ..atomic import atomic_path
 from ..errors import PipelineInputError
+from ..file_hashes import sha256_file
+from ..markdown_templates import markdown_environment, write_markdown
 from ..params import parse_params
 from .report_io import DEMO_BANNER, fmt, fmt_interval, git_commit
-from .inputs import Artifact, parse_manifest, read_claims, read_csv, read_json, read_tables_index, sha256_file
+from .inputs import Artifact, parse_manifest, read_claims, read_csv, read_json, read_tables_index
 
 
 def md_cell(value: Any) -> str:
@@ -36,20 +36,13 @@ def md_cell(value: Any) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("reappraisal.report", "templates"),
-        autoescape=False,  # Markdown
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
+def _environment():
+    """The shared Markdown environment (:mod:`reappraisal.markdown_templates`) on this package's templates."""
+    return markdown_environment(
+        "reappraisal.report",
+        filters={"fmt": fmt, "cell": md_cell, "sentence": lambda t: (str(t)[:1].upper() + str(t)[1:]) if t else ""},
+        globals={"interval": fmt_interval},
     )
-    env.filters["fmt"] = fmt
-    env.filters["cell"] = md_cell
-    env.filters["sentence"] = lambda t: (str(t)[:1].upper() + str(t)[1:]) if t else ""
-    env.globals["interval"] = fmt_interval
-    return env
 
 
 def claims_about(claims: Sequence[Mapping[str, Any]], *, names: Sequence[str] = (), paths: Sequence[str] = ()) -> list[dict]:
@@ -59,7 +52,7 @@ def claims_about(claims: Sequence[Mapping[str, Any]], *, names: Sequence[str] = 
     for c in claims:
         text = " ".join(str(c.get(k, "")) for k in ("id", "text", "rule"))
         by_name = bool(pattern and pattern.search(text))
-        by_path = any(str(l.get("path", "")).startswith(tuple(paths)) for l in c.get("lineage") or []) if paths else False
+        by_path = any(str(entry.get("path", "")).startswith(tuple(paths)) for entry in c.get("lineage") or []) if paths else False
         if by_name or by_path:
             out.append(dict(c))
     return out
@@ -177,11 +170,6 @@ def policy_card(inp: CardInputs, arm: str) -> str:
     return _environment().get_template("card_policy.md.j2").render(**ctx)
 
 
-def _write(path: Path, text: str) -> None:
-    with atomic_path(path, suffix=".md") as tmp:
-        tmp.write_text(text, encoding="utf-8")
-
-
 def cli_main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(prog="reappraisal write-model-cards", description=__doc__.splitlines()[0])
     ap.add_argument("--inputs", required=True, help="the report's manifest (JSON): name -> path or {path, kind, arm}")
@@ -203,6 +191,6 @@ def cli_main(argv: Sequence[str]) -> int:
         outputs[Path(path)] = policy_card(inp, arm)
     # All rendered before any is written: a bad input leaves no card behind.
     for path, text in outputs.items():
-        _write(path, text)
+        write_markdown(path, text)
     print(f"model cards: {', '.join(map(str, outputs))}")
     return 0

@@ -11,7 +11,6 @@ naming the file and what is missing.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,14 +57,6 @@ def parse_manifest(raw: Mapping[str, Any]) -> list[Artifact]:
             raise PipelineInputError("report input does not exist", where=str(art.path))
         out.append(art)
     return out
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def read_json(path: Path) -> Any:

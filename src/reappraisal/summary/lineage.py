@@ -12,25 +12,13 @@ its ``.dir`` hash as recorded.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
 import yaml
 
-_CHUNK = 1 << 20
-
-
-def file_digests(path: str | Path) -> tuple[str, str]:
-    """(sha256, md5) of a file's bytes."""
-    sha, md5 = hashlib.sha256(), hashlib.md5()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(_CHUNK), b""):
-            sha.update(block)
-            md5.update(block)
-    return sha.hexdigest(), md5.hexdigest()
-
+from ..file_hashes import file_digests
 
 @dataclass
 class DvcIndex:
@@ -88,7 +76,7 @@ def lineage_entries(paths: Iterable[str], root: str | Path, dvc: DvcIndex, cache
     out = []
     for path in sorted(set(paths)):
         if path not in cache:
-            sha256, md5 = file_digests(Path(root) / path)
+            sha256, md5 = file_digests(Path(root) / path, "sha256", "md5")
             stage, recorded, exact = dvc.lookup(path)
             entry = {"path": path, "sha256": sha256, "dvc_stage": stage, "dvc_hash": None}
             if recorded is not None:
