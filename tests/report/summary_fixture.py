@@ -95,7 +95,7 @@ def write_summary(root: Path) -> dict[str, Path]:
                       "files": {"csv": f"results/summary/tables/{name}.csv", "md": f"results/summary/tables/{name}.md", "tex": f"results/summary/tables/{name}.tex"}})
     (tables / "index.json").write_text(json.dumps(index, indent=1))
     written["index"] = tables / "index.json"
-    sha = lambda p: __import__("hashlib").sha256(p.read_bytes()).hexdigest()  # noqa: E731
+    sha = lambda p: __import__("hashlib").sha256(p.read_bytes()).hexdigest()
     lineage = [{"path": "results/summary/tables/headline.csv", "sha256": sha(written["headline"]), "dvc_stage": "summarize", "dvc_hash": "0" * 32}]
     claims = {"claims": [
         {"id": "committee_beats_gpt4", "text": "The committee policy beats GPT-4-0314: headline CI-low > 0.608.",
@@ -124,7 +124,7 @@ def write_training(root: Path, arm: str, steps: int = 8) -> tuple[Path, Path]:
                         "rm_score": np.linspace(0.0, 0.4, steps), "grm_score": np.linspace(0.4, 0.6, steps),
                         "gold": np.linspace(-0.3, 0.1, steps) + rng.normal(0, 0.05, steps)})
     log.to_csv(d / "training_log.csv", index=False)
-    check = lambda v, t: {"value": v, "threshold": t, "passed": True, "description": "d"}  # noqa: E731
+    check = lambda v, t: {"value": v, "threshold": t, "passed": True, "description": "d"}
     health = {"verdict": "healthy", "failed": [], "n_steps": steps,
               "checks": {"kl_bounded": check(0.02, 1.0), "entropy_alive": check(0.85, 0.3)}}
     (d / "health.json").write_text(json.dumps(health))

@@ -13,8 +13,8 @@ from reappraisal.report.cards_io import CardInputs, claims_about, policy_card
 from reappraisal.report.inputs import parse_manifest
 from tests.report.summary_fixture import manifest
 
-POLICY = {"arms": {"committee": {"w_rm": 0.5, "w_grm": 0.5}}, "lam": 0.5, "lr": 8e-6, "beta": 0.04, "num_generations": 12,
-          "max_steps": 500, "max_completion_length": 2048, "precision": "bf16", "temperature": 1.0,
+POLICY = {"arms": {"committee": {"w_rm": 0.5, "w_grm": 0.5}}, "lam": 0.5, "learning_rate": 8e-6, "beta": 0.04, "num_generations": 12,
+          "max_steps": 500, "max_completion_length": 2048, "bf16": True, "temperature": 1.0,
           "format_gate": {"penalty": -3.0, "max_sentences": 2}, "warm_start": {"enabled": False}}
 
 

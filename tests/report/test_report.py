@@ -162,7 +162,7 @@ def test_claims_ledger_strikes_retractions_and_links_each_value_to_its_lineage(b
 
 def test_lineage_lists_every_input_with_its_hash_and_policy_arms_come_from_kinds(built):
     root, inputs, text, page = built
-    for name, spec in inputs.items():
+    for spec in inputs.values():
         path = spec["path"] if isinstance(spec, dict) else spec
         digest = hashlib.sha256((root / path).read_bytes()).hexdigest()
         assert digest in page.cells["lineage-table"], path
@@ -213,3 +213,16 @@ def _edit_claims(root: Path, verdict: str | None = None, drop: str | None = None
     if drop:
         del doc["claims"][0][drop]
     path.write_text(json.dumps(doc))
+
+
+def test_interval_labels_follow_the_configured_confidence_and_the_bar_is_the_schemas(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    inputs = manifest(Path("."))
+    assert cli(["report", "--out", "r.html", "--inputs", json.dumps(inputs),
+                "--params", json.dumps({"preset": "paper", "summary": {"confidence": 0.9}})]) == 0
+    text = Path("r.html").read_text()
+    assert "Headline 90% CI" in Page(text).cells["headline-table"]
+    assert "its headline 90% interval" in text and "95%" not in text.split('id="fig-forest"')[1].split("</figure>")[0]
+    from reappraisal.config import with_defaults
+
+    assert f"Bar: {with_defaults('summary', {})['bar']}." in text  # the schema's default, not the report's own

@@ -110,33 +110,40 @@ def write_evals(root: Path, seed=0, **kwargs) -> dict[int, tuple[pd.DataFrame, p
 def write_metrics(root: Path) -> None:
     for stage in ("reward", "grm", "evaluation"):
         (root / "results" / stage).mkdir(parents=True, exist_ok=True)
-    pairwise = lambda acc: {"accuracy": acc, "n_pairs": 300, "n_scenarios": 6,  # noqa: E731
-                            "ci_cluster_t": {"method": "cluster_t", "low": acc - 0.05, "high": acc + 0.05},
-                            "ci_iid_wilson": {"method": "iid_wilson", "low": acc - 0.03, "high": acc + 0.03}}
+    pairwise = lambda acc: {"accuracy": acc, "n_pairs": 300, "n_scenarios": 6,
+                            "ci_cluster_t": {"method": "cluster_t", "low": acc - 0.05, "high": acc + 0.05,
+                                             "confidence": 0.95},
+                            "ci_iid_wilson": {"method": "iid_wilson", "low": acc - 0.03, "high": acc + 0.03,
+                                              "confidence": 0.95}}
     (root / "results" / "reward" / "metrics.json").write_text(json.dumps({
         "per_seed": {f"seed{s}": {"pairwise": pairwise(0.74 + 0.01 * s), "spearman": {"within_scenario_mean": 0.3},
                                   "best_of_n_win_vs_random": 0.55} for s in range(3)},
         "mean_of_seeds_pairwise_accuracy": 0.75,
         "ensemble": {"pairwise": pairwise(0.76), "spearman": {"within_scenario_mean": 0.31},
                      "best_of_n": {"n": 8, "win_vs_random": 0.56,
-                                   "ci_cluster_t": {"method": "cluster_t", "low": 0.45, "high": 0.67}}},
+                                   "ci_cluster_t": {"method": "cluster_t", "low": 0.45, "high": 0.67,
+                                                    "confidence": 0.95}}},
     }))
     (root / "results" / "grm" / "metrics.json").write_text(json.dumps({"models": {
         "final": {"mode": "generate", "n_pairs": 100, "error_rate": 0.02,
-                  "accuracy": {"accuracy": 0.76, "ci_cluster_t": {"low": 0.6, "high": 0.9}},
+                  "accuracy": {"accuracy": 0.76, "ci_cluster_t": {"low": 0.6, "high": 0.9, "confidence": 0.95}},
                   "position_consistency": {"n_pairs": 100, "n_first_slot_both": 10, "n_second_slot_both": 5,
-                                           "n_with_tie": 20, "consistency": 0.65, "flip_rate": 0.35},
+                                           "n_with_tie": 20, "n_flips": 15, "consistency": 0.65, "flip_rate": 0.15,
+                                           "tie_rate": 0.2},
                   "first_slot_bias": {"n_first_slot_both": 10, "n_second_slot_both": 5, "p_value": 0.3},
                   "human_agreement": {"agreement_half": 0.7, "kappa": 0.4}}}}))
     (root / "results" / "evaluation" / "judge_calibration.json").write_text(json.dumps({
         "judges": {HEADLINE_JUDGE: {"agreement": {"strict": 0.7, "half": 0.78, "dropped": 0.85}, "kappa": 0.5,
                                     "n_separated_pairs": 120, "n_undecided": 20, "n_errors": 1,
-                                    "position": {"consistency": 0.8, "flip_rate": 0.1, "tie_rate": 0.1},
+                                    "by_margin": [{"low": 1.0, "high": 5.0, "agreement_half": 0.78, "n_pairs": 120}],
+                                    "position": {"consistency": 0.8, "flip_rate": 0.1, "tie_rate": 0.1,
+                                                 "n_flips": 12, "n_with_tie": 12},
                                     "first_slot_bias": {"n_first_slot_both": 7, "n_second_slot_both": 5,
                                                         "p_value": 0.77}}},
         "decision": {"selected": [HEADLINE_JUDGE], "min_agreement": 0.7, "agreement_counted": "half",
                      "verdicts": {HEADLINE_JUDGE: {"agreement": 0.78, "passed": True}}, "failed": [],
-                     "accepted_weak": False, "ok": True}}))
+                     "accepted_weak": False, "ok": True},
+        "delta": 1.0}))
 
 
 def write_policies(root: Path) -> None:

@@ -48,12 +48,12 @@ def test_a_not_computable_table_makes_the_claim_not_computable():
 @pytest.mark.parametrize("rate, n, quoted, holds", [(0.872, 720, 0.846, True), (0.806, 720, 0.7755, True),
                                                     (0.581, 480, 0.5364, True)])
 def test_card_wilson_figures_are_reproduced(rate, n, quoted, holds):
-    out = card_interval({"rate": rate, "n": n, "quoted_low": quoted, "decimals": len(str(quoted)) - 2})
+    out = card_interval({"rate": rate, "n": n, "quoted_low": quoted, "decimals": len(str(quoted)) - 2}, confidence=0.95)
     assert out.holds is holds and out.flag is None
 
 
 def test_a_quoted_bound_that_is_neither_wilson_nor_wald_is_flagged_as_such():
-    out = card_interval({"rate": 0.771, "n": 240, "wins": 185, "quoted_low": 0.700, "decimals": 3})
+    out = card_interval({"rate": 0.771, "n": 240, "wins": 185, "quoted_low": 0.700, "decimals": 3}, confidence=0.95)
     assert not out.holds and "neither" in out.flag
 
 

@@ -3,6 +3,7 @@ the real command, and every headline number equals an independent computation.""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import shutil
@@ -64,7 +65,7 @@ def scores_by_hand(evals, arm, opponent, pool="train", judge=fx.HEADLINE_JUDGE) 
 
 def jackknife_by_hand(means, n):
     g, eps = len(means), 0.5 / n
-    logit = lambda p: np.log(np.clip(p, eps, 1 - eps) / (1 - np.clip(p, eps, 1 - eps)))  # noqa: E731
+    logit = lambda p: np.log(np.clip(p, eps, 1 - eps) / (1 - np.clip(p, eps, 1 - eps)))
     pseudo = [g * logit(np.mean(means)) - (g - 1) * logit(np.mean(np.delete(means, i))) for i in range(g)]
     half = stats.t.ppf(0.975, g - 1) * np.std(pseudo, ddof=1) / np.sqrt(g)
     return tuple(1 / (1 + np.exp(-(np.mean(pseudo) + s * half))) for s in (-1, 1))
@@ -335,3 +336,40 @@ def test_an_absent_headline_judge_names_the_config_key(small_workspace, capsys):
     params = fx.params()
     params["evaluation"] = {**params["evaluation"], "headline_judge": "nobody"}
     _fails_cleanly(small_workspace, capsys, "evaluation.headline_judge", "'nobody'", params=params)
+
+
+def test_a_calibration_file_without_a_key_its_readers_use_is_refused(small_workspace, capsys):
+    path = small_workspace / "results/evaluation/judge_calibration.json"
+    doc = json.loads(path.read_text())
+    del doc["judges"][fx.HEADLINE_JUDGE]["position"]["tie_rate"]
+    path.write_text(json.dumps(doc))
+    _fails_cleanly(small_workspace, capsys, "judge_calibration.json", f"judges.{fx.HEADLINE_JUDGE}.position",
+                   "'tie_rate'")
+
+
+def test_settings_take_every_default_from_the_schema():
+    from reappraisal.config import with_defaults
+    from reappraisal.summary.evaluation_tables import Settings
+    from reappraisal.summary.summary_io import settings_from_params
+
+    assert all(f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+               for f in dataclasses.fields(Settings))
+    s, runs = settings_from_params({"seed": 3})
+    summary, evaluation = with_defaults("summary", {}), with_defaults("evaluation", {})
+    assert (s.bar, s.confidence, s.n_boot, s.headline_arm) == tuple(
+        summary[k] for k in ("bar", "confidence", "n_boot", "headline_arm"))
+    assert (s.headline_judge, s.headline_opponent, runs) == tuple(
+        evaluation[k] for k in ("headline_judge", "headline_opponent", "runs"))
+    assert s.arms == tuple(with_defaults("policy", {})["arms"]) and s.seed == 3
+
+
+def test_interval_headings_follow_the_configured_confidence(small_workspace):
+    params = fx.params()
+    params["summary"] = {**params["summary"], "confidence": 0.9}
+    assert run_summarize(small_workspace, params) == 0
+    tables = small_workspace / "results/summary/tables"
+    assert "headline 90% CI" in (tables / "headline.md").read_text()
+    assert "two-sided 90% for the same estimand" in (tables / "headline.md").read_text()
+    assert "Wilson 90\\% CI" in (tables / "per_scenario.tex").read_text()
+    # the reward models' intervals keep the level their own stage computed them at (recorded in the file)
+    assert "| 95% CI" in (tables / "reward_models.md").read_text()

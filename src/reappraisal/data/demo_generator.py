@@ -38,6 +38,7 @@ import numpy as np
 import yaml
 
 from reappraisal.atomic import atomic_path
+from reappraisal.markdown_templates import markdown_environment
 from reappraisal.sentences import count_sentences
 
 DEFAULT_SEED = 20250101
@@ -484,134 +485,20 @@ def _n_rows(data: bytes) -> int:
 
 
 def _readme(files: dict[str, bytes], seed: int, clipped_share: float) -> str:
+    """The dataset's README (template ``demo_texts/README.md.j2``) with the counts of the built files."""
     n = {name: _n_rows(data) for name, data in files.items()}
-    n_raters: dict[str, int] = {}
     sev_rows = list(csv.reader(io.StringIO(files["truth/rater_severity.csv"].decode("utf-8"))))[1:]
-    for s in STUDIES:
-        n_raters[s.name] = sum(1 for row in sev_rows if row[0] == s.label)
-    n_ratings = sum(n[s.rating_file] for s in STUDIES)
-    n_train = len(TRAIN_VIGNETTES)
-    n_ood = len(OOD_VIGNETTES)
-    n_gpt4 = n["gpt4_reappraisals.csv"]
-    study_lines = "\n".join(
-        f"| `{s.label}` | {n[s.reappraisal_file]} | {n[s.rating_file]} | {n_raters[s.name]} "
-        f"| {s.multiplier:.2f} | {s.offset:+.2f} |"
-        for s in STUDIES
+    template = markdown_environment("reappraisal.data", folder=TEXTS_DIR.name).get_template("README.md.j2")
+    return template.render(
+        data_origin=DATA_ORIGIN, seed=seed, n=n, n_train=len(TRAIN_VIGNETTES), n_ood=len(OOD_VIGNETTES),
+        n_ratings=sum(n[s.rating_file] for s in STUDIES), studies=STUDIES,
+        n_raters={s.name: sum(1 for row in sev_rows if row[0] == s.label) for s in STUDIES},
+        gpt4_model=GPT4_MODEL, opponent_models=OPPONENT_MODELS, weights=QUALITY_WEIGHTS, specific_cap=SPECIFIC_CAP,
+        quality_noise_sd=QUALITY_NOISE_SD, loadings=[(d, DIMENSION_LOADINGS[d]) for d in DIMENSIONS],
+        scale_center=SCALE_CENTER, rating_noise_sd=RATING_NOISE_SD, clipped_share=clipped_share,
+        rater_severity_sd=RATER_SEVERITY_SD, ratings_per_item=RATINGS_PER_ITEM, items_per_rater=ITEMS_PER_RATER,
+        constant_raters=CONSTANT_RATERS,
     )
-    loadings = ", ".join(f"{d} {DIMENSION_LOADINGS[d]:.2f}" for d in DIMENSIONS)
-    constants = "\n".join(f"- `{r}` (study {s}): {d} is always {v}" for s, r, d, v in CONSTANT_RATERS)
-    w = QUALITY_WEIGHTS
-    return f"""# Demo dataset (SYNTHETIC)
-
-**Every file in this folder is synthetic.** It was produced by
-`src/reappraisal/data/demo_generator.py` for the offline `demo` preset. No row
-comes from the study of Li, Herderich, Nair & Goldenberg (2025) (OSF `z9e48`);
-the scenarios, reappraisals, "GPT-4" references, opponent answers, raters and
-ratings were all written or simulated for this demo. Numbers computed from it
-carry no scientific meaning. Every CSV has a column `data_origin` whose value
-is `{DATA_ORIGIN}` on every row.
-
-Rebuild bit-for-bit (a test checks this):
-
-```
-python -m reappraisal.data.demo_generator --out data/demo --seed {seed}
-```
-
-The layout imitates a plausible OSF export: each study has its *own* column
-names, so ingestion must be driven by a declared column mapping.
-
-## Files
-
-| file | rows | columns / content |
-|---|---|---|
-| `vignettes.csv` | {n["vignettes.csv"]} | `vignette_id, text, emotion, pool`: {n_train} training scenarios `v01`..`v{n_train:02d}` (pool `train`) and {n_ood} out-of-distribution scenarios `ood01`..`ood{n_ood:02d}` (pool `ood`); emotions sadness/fear/anger |
-| `study1_reappraisals.csv` | {n["study1_reappraisals.csv"]} | `reappraisal_id, vignette_id, response` |
-| `study3_reappraisals.csv` | {n["study3_reappraisals.csv"]} | `rid, scenario, reappraisal_text` (`scenario` holds the vignette id) |
-| `study4_reappraisals.csv` | {n["study4_reappraisals.csv"]} | `reappraisal_id, vignette_id, response` |
-| `gpt4_reappraisals.csv` | {n_gpt4} | `reappraisal_id, vignette_id, text, model` (`model` = `{GPT4_MODEL}`), 1-3 per training scenario, ids `gpt4_<vignette>_<n>` |
-| `opponents.csv` | {n["opponents.csv"]} | `answer_id, vignette_id, model, text`; `model` in `{"`, `".join(OPPONENT_MODELS)}`, 2 answers per model for every training and OOD scenario |
-| `study1_ratings.csv` | {n["study1_ratings.csv"]} | `rater, reappraisal_id, effectiveness, empathy, novelty, specificity` (also rates the GPT-4 references) |
-| `study3_ratings.csv` | {n["study3_ratings.csv"]} | `participant, rid, eff, emp, nov, spec` |
-| `study4_ratings.csv` | {n["study4_ratings.csv"]} | `rater, reappraisal_id, effectiveness, empathy, novelty, specificity` |
-| `truth/…` | | planted parameters, **not part of the export** (used only by tests) |
-
-Ratings are wide (one row per rater x reappraisal, four integer dimensions on
-a 1-7 scale): {n_ratings} rows, i.e. {4 * n_ratings} long-format ratings.
-Reappraisal ids are unique across all files (`s1_r0001`, `s3_r0001`,
-`s4_r0001`, `gpt4_v01_1`, opponent answers `opp_r1_v01_1` / `opp_qwen_v01_1`).
-Rater ids are unique per study and carry the study prefix (`s1_p001`, ...).
-
-## Planted structure
-
-**Human reappraisals.** {sum(s.n_per_vignette for s in STUDIES)} per training
-scenario ({", ".join(f"{s.n_per_vignette} in {s.name}" for s in STUDIES)}),
-composed from phrase banks: an optional alternative interpretation ("Maybe
-they ...", "It could be that Jordan ..."), written either to the reader ("you")
-or in first person ("I"), either scenario-specific (names and details of the
-scenario) or generic, with 1-5 sentences where sentences beyond two are
-rambling filler. Texts are unique within a scenario.
-
-**Latent quality.** For every human and GPT-4 reappraisal, features are read
-off the text (`truth/reappraisal_features.csv`):
-
-- `second_person`: mentions you/your/yourself (weight {w["second_person"]:+.2f})
-- `specific_hits`: number of distinct scenario keywords used, capped at {SPECIFIC_CAP} (weight {w["specific_hits"]:+.2f} each)
-- `alternative`: contains maybe/perhaps/possibly/"could be that"/"possible that" (weight {w["alternative"]:+.2f})
-- `n_sentences`: each sentence beyond two costs {w["extra_sentences"]:+.2f}
-
-raw quality = weighted sum + Normal(0, {QUALITY_NOISE_SD}) noise; `quality` in
-`truth/reappraisal_quality.csv` is the raw quality standardized by the mean and
-SD of the human reappraisals (so GPT-4 references, which have all the good
-features, sit well above 0).
-
-**Dimensions.** Per reappraisal and dimension, a latent score
-`a_d * quality + sqrt(1 - a_d^2) * e` with `e ~ Normal(0, 1)` and loadings
-{loadings} (`truth/dimension_loadings.csv`).
-
-**Ratings.** `rating = clip(floor(center + m_s * score + o_s + severity_r +
-noise + 0.5), 1, 7)` with center {SCALE_CENTER}, noise ~ Normal(0,
-{RATING_NOISE_SD}) per rating and dimension, per-study multiplier `m_s` and
-offset `o_s` (`truth/study_scale.csv`; study 3 is lenient and compressed,
-study 4 harsher and more spread). Only {100 * clipped_share:.1f}% of the rounded
-values fell outside 1-7 and were clipped, so severity stays recoverable. The study
-labels used in `truth/` are `1`, `3`, `4`, the same as the `study` values
-that the demo preset's ingest mapping in `config.yaml` assigns.
-
-| study | reappraisals | rating rows | raters | multiplier `m_s` | offset `o_s` |
-|---|---|---|---|---|---|
-{study_lines}
-
-**Rater severity** is one offset per rater, **shared across the four
-dimensions**, drawn from Normal(0, {RATER_SEVERITY_SD})
-(`truth/rater_severity.csv`: `study, rater_id, severity`). Each reappraisal
-gets {RATINGS_PER_ITEM[0]}-{RATINGS_PER_ITEM[1]} ratings from distinct raters of its study; each
-rater rates {ITEMS_PER_RATER[0]}-{ITEMS_PER_RATER[1]} reappraisals. No rater appears in two studies.
-
-**Zero-variance raters** (`truth/constant_raters.csv`), planted to exercise
-z-scoring of a constant column; their other dimensions are normal:
-
-{constants}
-
-**Held-out texts.** GPT-4 references and opponent answers are written with
-wording disjoint from the human phrase banks (no shared 8-word n-gram with any
-human reappraisal), and the OOD scenarios share no 8-word n-gram with the
-training scenarios or any of their reappraisals/answers (tokens: lower-cased
-runs of letters and digits, with apostrophes either splitting words or kept
-inside them; checked both ways).
-
-## truth/ (not part of the export)
-
-| file | columns |
-|---|---|
-| `truth/rater_severity.csv` | `study, rater_id, severity` |
-| `truth/reappraisal_quality.csv` | `reappraisal_id, vignette_id, quality` |
-| `truth/reappraisal_features.csv` | `reappraisal_id, vignette_id, author_type, study, second_person, specific_hits, alternative, n_sentences` |
-| `truth/study_scale.csv` | `study, center, multiplier, offset, noise_sd` |
-| `truth/dimension_loadings.csv` | `dimension, loading` |
-| `truth/constant_raters.csv` | `study, rater_id, dimension, value` |
-
-Each also has the `data_origin` column.
-"""
 
 
 def generate(out_dir: Path, seed: int = DEFAULT_SEED) -> None:

@@ -16,9 +16,9 @@ import matplotlib
 
 matplotlib.use("Agg")  # before pyplot: no display, no GUI toolkit
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
 PALETTE = ("#1f5fa6", "#c0392b", "#2e8b57", "#8e44ad", "#d68910", "#566573", "#117a65", "#a04000")
 
@@ -115,10 +115,11 @@ def agreement_by_margin(judges: Mapping[str, Sequence[Mapping]], *, name: str, t
     return to_svg(fig, name, title)
 
 
-def forest_plot(df: pd.DataFrame, *, label: str = "label", name: str, title: str, bar: float | None = None,
-                low: str = "headline_low", high: str = "headline_high", group: str = "arm") -> str:
+def forest_plot(df: pd.DataFrame, *, label: str = "label", name: str, title: str, xlabel: str,
+                bar: float | None = None, low: str = "headline_low", high: str = "headline_high",
+                group: str = "arm") -> str:
     """One row per ``label`` (e.g. arm vs opponent): point ``win_rate`` and its interval, coloured by ``group``;
-    dashed line at ``bar``, dotted at 0.5."""
+    dashed line at ``bar``, dotted at 0.5; ``xlabel`` names the interval."""
     rows = df.reset_index(drop=True)
     groups = list(dict.fromkeys(rows[group].astype(str)))
     palette = colors(groups)
@@ -137,7 +138,7 @@ def forest_plot(df: pd.DataFrame, *, label: str = "label", name: str, title: str
                     va="bottom", color="#555")
     ax.set_yticks(y, rows[label].astype(str).tolist(), fontsize=8)
     ax.set_xlim(-0.02, 1.02)
-    ax.set_xlabel("win rate (point, headline 95% interval)")
+    ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize=9.5, loc="left", pad=14)
     ax.grid(axis="y", visible=False)
     return to_svg(fig, name, title)

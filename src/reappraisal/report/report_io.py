@@ -7,7 +7,9 @@ and each claim links to the artifacts it was computed from. The output is one
 self-contained HTML file: the CSS is inline, the figures are inline SVG drawn
 by matplotlib, and there is no script or external resource, so it opens
 without a network. The demo preset gets a banner: its numbers carry no
-scientific meaning.
+scientific meaning. The page's words (section titles, captions, headers) are
+in ``report_texts.yaml`` beside this module; its layout in
+``templates/report.html.j2``.
 """
 
 from __future__ import annotations
@@ -25,51 +27,17 @@ import numpy as np
 import pandas as pd
 
 from ..atomic import atomic_path
+from ..config import with_defaults
+from ..evaluation.calibration_file import read_judge_calibration
 from ..params import parse_params
+from ..summary.texts import fill, load_texts, percent
 from . import charts
-from .inputs import Artifact, SummaryTable, parse_manifest, read_claims, read_csv, read_json, read_tables_index, sha256_file
+from ..file_hashes import sha256_file
+from .inputs import Artifact, SummaryTable, parse_manifest, read_claims, read_csv, read_json, read_tables_index
 
-DEMO_BANNER = (
-    "DEMO PRESET: synthetic data and tiny random-init models. These numbers show that every "
-    "stage runs and that the statistics and lineage are computed correctly; they carry no "
-    "scientific meaning about reappraisal or about any real model."
-)
-
-#: Sections of the results, in page order: (id, title, names of the summary tables placed there).
-#: A table is placed by its ``name`` in index.json (exact, or ``<key>_…``); the rest go to an appendix.
-RESULT_SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("headline", "Headline: pairwise win rate against the reference answers", ("headline",)),
-    ("per-scenario", "Per scenario", ("per_scenario", "scenarios_clearing")),
-    ("per-run", "Per evaluation run", ("per_run", "run_effect", "runs")),
-    ("head-to-head", "Head-to-head and out-of-distribution", ("head_to_head", "h2h", "ood")),
-    ("reward-path", "Reward-path scorers against the held-out judge; length bias; ablation arms",
-     ("reward_path", "length", "ablation", "arms")),
-    ("judges", "Judge calibration", ("judge_calibration", "judges", "calibration")),
-    ("reward-models", "Reward-model ensemble and GRM", ("reward_model", "reward_models", "rm", "grm")),
-    ("training", "Training health", ("training_health", "health", "training")),
-)
-
-#: Raw metrics linked from a results section (manifest names), besides their appendix entry.
-SECTION_ARTIFACTS: dict[str, tuple[str, ...]] = {
-    "reward-models": ("reward_models", "grm"),
-    "judges": ("judge_calibration",),
-    "head-to-head": ("ood_disjointness",),
-    "training": (),
-}
-
-#: Known metrics files (manifest names) and the section they belong to.
-KNOWN_ARTIFACTS: dict[str, tuple[str, str]] = {
-    "normalize": ("Rating normalization", "z-scores within study × rater × dimension."),
-    "split": ("Reappraisal split", "Split by reappraisal; GPT-4 and opponent answers are held out of all training."),
-    "leakage": ("Leakage check", "n-gram overlap between training text and every held-out evaluation answer."),
-    "reward_models": ("Reward-model ensemble metrics", "Held-out pairwise accuracy (ties 0.5), scenario-clustered intervals, best-of-N."),
-    "grm": ("Generative reward model metrics", "Held-out accuracy, unparseable verdicts, position consistency, first-slot bias."),
-    "judge_calibration": ("Judge calibration metrics", "Agreement with humans on clearly separated pairs, κ, position bias."),
-}
-
-
-def _placed(name: str, keys: Sequence[str]) -> bool:
-    return any(name == k or name.startswith(k + "_") for k in keys)
+#: The page's words (``report_texts.yaml``): banner, sections, artifact titles, headers, figure captions.
+TEXTS = load_texts(Path(__file__).with_name("report_texts.yaml"))
+DEMO_BANNER: str = TEXTS["banner"]
 
 
 def slug(text: Any) -> str:
@@ -170,14 +138,6 @@ def _rel(path: Path, base: Path) -> str:
         return str(path)
 
 
-HEADLINE_HEADER = (
-    "Arm", "Opponent", "Win rate", "Contests", "Scenarios",
-    "Headline 95% CI", "iid Wilson CI (ignores clustering)",
-    "Percentile cluster bootstrap CI (under-covers)",
-    "Sign-flip p vs bar", "p vs 0.5", "Smallest p possible", "Errors",
-)
-
-
 def headline_rows(df: pd.DataFrame) -> list[list[str]]:
     """The model card's table, regenerated: one row per (arm, opponent), honest columns (the judge and the
     headline method, one per table, are named in its caption)."""
@@ -239,202 +199,200 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def _bar(cfg: Mapping[str, Any]) -> float | None:
-    """The reference rate claims compare with, where the config names one (summary.bar / evaluation.bar)."""
-    for section in ("summary", "evaluation"):
-        value = (cfg.get(section) or {}).get("bar")
-        if isinstance(value, (int, float)):
-            return float(value)
-    return None
-
-
 def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Path, commit: tuple[str | None, bool]) -> dict[str, Any]:
+    """Everything the template shows, read from the artifacts (``cfg``: the summary section, seed, preset)."""
     report_dir = out.parent
+    summary = with_defaults("summary", cfg.get("summary"))
+    bar, level = float(summary["bar"]), percent(summary["confidence"])
     by_kind: dict[str, list[Artifact]] = {}
     for a in artifacts:
         by_kind.setdefault(a.kind, []).append(a)
-    bar = _bar(cfg)
 
-    # Every input is read (and checked) before anything is drawn: bad input fails fast.
-    claims = []
-    for a in by_kind.get("claims", []):
-        claims += read_claims(a.path)
-
-    # Summary tables (index.json) and where each goes.
-    tables: list[SummaryTable] = []
-    for a in by_kind.get("tables_index", []):
-        tables += read_tables_index(a.path)
+    # Every summary input is read (and checked) before anything is drawn: bad input fails fast.
+    claims = [c for a in by_kind.get("claims", []) for c in read_claims(a.path)]
+    tables = [t for a in by_kind.get("tables_index", []) for t in read_tables_index(a.path)]
     frames = {t.name: t for t in tables}
-    sections = []
-    placed: set[str] = set()
-    for sid, title, keys in RESULT_SECTIONS:
-        views = [table_view(t, report_dir) for t in tables if t.name not in placed and _placed(t.name, keys)]
-        placed |= {v.name for v in views}
-        sections.append({"id": sid, "title": title, "tables": views, "figures": [],
-                         "artifacts": [a for a in artifacts if a.name in SECTION_ARTIFACTS.get(sid, ())]})
+    sections, further = _sections(tables, artifacts, report_dir)
     section = {s["id"]: s for s in sections}
-    further = [table_view(t, report_dir) for t in tables if t.name not in placed]
-
-    headline = None
-    if "headline" in frames:
-        t = frames["headline"]
-        judges = ", ".join(dict.fromkeys(t.frame["judge"].astype(str))) if "judge" in t.frame.columns else None
-        methods = ", ".join(dict.fromkeys(t.frame["headline_method"].astype(str))) if "headline_method" in t.frame.columns else None
-        headline = {"caption": t.caption, "estimand": t.estimand, "header": HEADLINE_HEADER, "note": t.note,
-                    "judge_line": f"Judge: {judges}." if judges else None,
-                    "method_line": f"Headline interval: {methods}." if methods else None,
-                    "rows": headline_rows(t.frame), "files": table_view(t, report_dir).files, "bar": bar}
+    headline = _headline(frames, report_dir, bar, level)
+    if headline is not None:
         section["headline"]["tables"] = [v for v in section["headline"]["tables"] if v.name != "headline"]
+    _add_evaluation_figures(section, frames, bar, level)
+    _add_training_figures(section["training"], by_kind.get("training_log", []))
+    calibration, cal_doc = None, None
+    for a in by_kind.get("judge_calibration", []):
+        cal_doc = read_judge_calibration(a.path)
+        calibration = _calibration_view(cal_doc, a.path)
+    if headline is not None and cal_doc is not None and cal_doc["decision"]["selected"]:
+        headline["judge_line"] = _selected_judge_line(cal_doc["decision"])
+    appendix, lineage = _appendix_and_lineage(artifacts)
+    head, dirty = commit
+    return {
+        "preset": cfg.get("preset"), "banner": DEMO_BANNER if cfg.get("preset") == "demo" else None,
+        "headline": headline, "sections": sections, "further": further,
+        "health": [_health_view(a) for a in by_kind.get("policy_health", [])],
+        "calibration": calibration, "claims": claims, "cards": _cards(by_kind.get("model_card", []), report_dir),
+        "appendix": appendix, "lineage": lineage, "commit": head, "dirty": dirty, "bar": bar,
+        "has_summary": bool(tables),
+    }
 
+
+def _sections(tables: list[SummaryTable], artifacts: list[Artifact],
+              report_dir: Path) -> tuple[list[dict], list[TableView]]:
+    """The results sections in page order, each with the summary tables placed there (by name) and its raw
+    metrics; and the tables no section takes (the appendix's further tables)."""
+    sections, placed = [], set()
+    for spec in TEXTS["sections"]:
+        views = [table_view(t, report_dir) for t in tables if t.name not in placed and t.name in spec["tables"]]
+        placed |= {v.name for v in views}
+        sections.append({"id": spec["id"], "title": spec["title"], "tables": views, "figures": [],
+                         "artifacts": [a for a in artifacts if a.name in spec.get("artifacts", ())]})
+    further = [table_view(t, report_dir) for t in tables if t.name not in placed]
+    return sections, further
+
+
+def _headline(frames: Mapping[str, SummaryTable], report_dir: Path, bar: float, level: str) -> dict | None:
+    """The headline table as the page shows it (None without one): its own header, the judge and method lines."""
+    if "headline" not in frames:
+        return None
+    t = frames["headline"]
+    texts = TEXTS["headline"]
+    judges, methods = (", ".join(dict.fromkeys(t.frame[c].astype(str))) if c in t.frame.columns else None
+                       for c in ("judge", "headline_method"))
+    return {"caption": t.caption, "estimand": t.estimand, "header": [fill(h, level=level) for h in texts["header"]],
+            "note": t.note,
+            "judge_line": fill(texts["judge_line"], judges=judges) if judges else None,
+            "method_line": fill(texts["method_line"], methods=methods) if methods else None,
+            "rows": headline_rows(t.frame), "files": table_view(t, report_dir).files, "bar": bar}
+
+
+def _figure(key: str, svg: str, *, kind: str, **values: Any) -> dict:
+    """A figure with its caption from ``report_texts.yaml`` (``figures.<kind>``)."""
+    return {"id": key, "svg": svg, "caption": fill(TEXTS["figures"][kind.replace("-", "_")]["caption"], **values),
+            "kind": kind}
+
+
+def _add_evaluation_figures(section: Mapping[str, dict], frames: Mapping[str, SummaryTable], bar: float,
+                            level: str) -> None:
+    """Forest plot (headline), per-scenario and per-run small multiples, all for the judge the headline lists first."""
     focus = _focus_judge(frames)
-    if headline is not None and focus is not None:
-        h = frames["headline"].frame
-        part = h[h["judge"].astype(str) == focus]
-        part = part.assign(label=part["arm"].astype(str) + " vs " + part["opponent"].astype(str))
-        if pd.to_numeric(part["win_rate"], errors="coerce").notna().any():
-            section["headline"]["figures"].append({
-                "id": "fig-forest",
-                "svg": charts.forest_plot(part, name="forest", bar=bar,
-                                          title=f"Every arm against every opponent, judge {focus}"),
-                "caption": (f"Every arm against every opponent on the study scenarios, judged by {focus}: the win "
-                            "rate (point) and its headline 95% interval (logit-scale scenario jackknife), the bar "
-                            "(dashed) and 0.5 (dotted); the rows of the table below."),
-                "kind": "forest",
-            })
-    if "per_scenario" in frames and focus is not None:
+    if focus is None:
+        return
+    texts = TEXTS["figures"]
+    h = frames["headline"].frame
+    part = h[h["judge"].astype(str) == focus]
+    part = part.assign(label=part["arm"].astype(str) + " vs " + part["opponent"].astype(str))
+    if pd.to_numeric(part["win_rate"], errors="coerce").notna().any():
+        svg = charts.forest_plot(part, name="forest", bar=bar, title=fill(texts["forest"]["title"], judge=focus),
+                                 xlabel=fill(texts["forest"]["axis"], level=level))
+        section["headline"]["figures"].append(_figure("fig-forest", svg, kind="forest", judge=focus, level=level))
+    if "per_scenario" in frames:
         df = _headline_first(frames["per_scenario"].frame, frames)
         df = df[df["judge"].astype(str) == focus]
         df = df[df.groupby(["opponent", "pool"])["win_rate"].transform(
             lambda v: pd.to_numeric(v, errors="coerce").notna().any())]
         df = df.assign(facet="vs " + df["opponent"].astype(str) + " (" + df["pool"].astype(str) + " pool)")
         study = (df["pool"] == "train") & ~df["opponent"].astype(str).str.startswith("arm:")
-        for part, target, key, what in ((df[study], "per-scenario", "study", "the study scenarios"),
-                                        (df[~study], "head-to-head", "other", "head-to-head and OOD")):
+        for part, target, key in ((df[study], "per-scenario", "study"), (df[~study], "head-to-head", "other")):
             if part.empty:
                 continue
-            title = f"Win rate per scenario, {what}, judge {focus}"
-            section[target]["figures"].append({
-                "id": f"fig-scenario-{key}",
-                "svg": charts.interval_small_multiples(part, facet="facet", category="vignette_id", bar=bar,
-                                                       name=f"scn-{key}", title=title),
-                "caption": (f"{title}: one panel per opponent. Points: win rate of each arm's contests on that "
-                            "scenario (pooled over runs); bars: the interval in per_scenario.csv; every judge's "
-                            "numbers are in the table."),
-                "kind": "per-scenario",
-            })
-    if "per_run" in frames and focus is not None:
+            title = fill(texts["per_scenario"]["title"], what=texts["per_scenario"]["what"][key], judge=focus)
+            svg = charts.interval_small_multiples(part, facet="facet", category="vignette_id", bar=bar,
+                                                  name=f"scn-{key}", title=title)
+            section[target]["figures"].append(_figure(f"fig-scenario-{key}", svg, kind="per-scenario", title=title))
+    if "per_run" in frames:
         df = _headline_first(frames["per_run"].frame, frames)
         df = df[df["judge"].astype(str) == focus]
         if pd.to_numeric(df["win_rate"], errors="coerce").notna().any():
-            title = f"Win rate per evaluation run, judge {focus}"
+            title = fill(texts["per_run"]["title"], judge=focus)
             df = df.assign(run=df["run"].map(lambda r: f"run {r}"), facet="vs " + df["opponent"].astype(str))
-            section["per-run"]["figures"].append({
-                "id": "fig-run",
-                "svg": charts.interval_small_multiples(df, facet="facet", category="run", bar=bar, name="run",
-                                                       title=title, ncols=3),
-                "caption": (f"{title}: one panel per opponent. Three independent evaluations (fresh generations, "
-                            "fresh judging); they are pooled only in the headline."),
-                "kind": "per-run",
-            })
+            svg = charts.interval_small_multiples(df, facet="facet", category="run", bar=bar, name="run",
+                                                  title=title, ncols=3)
+            section["per-run"]["figures"].append(_figure("fig-run", svg, kind="per-run", title=title))
 
-    # Training health: curves per arm and the verdicts.
-    logs = {a.arm or a.name: read_csv(a.path) for a in by_kind.get("training_log", [])}
+
+def _add_training_figures(training: dict, log_artifacts: Sequence[Artifact]) -> None:
+    """Gold/proxy curves (when a gold scorer was logged) and the training curves, one line per arm."""
+    logs = {a.arm or a.name: read_csv(a.path) for a in log_artifacts}
     logs = {arm: log for arm, log in logs.items() if not log.empty}
-    if logs:
-        if any("gold" in log.columns and log["gold"].notna().any() for log in logs.values()):
-            section["training"]["figures"].append({
-                "id": "fig-gold-proxy",
-                "svg": charts.gold_proxy_curves(logs, name="gold-proxy",
-                                                title="Gold and proxy during training, per arm"),
-                "caption": ("Gao et al.'s picture per arm: the gold scorer's mean expected quality of the step's "
-                            "completions (logged with weight 0, never optimized) beside the proxies the arm is "
-                            "trained on (ensemble score; GRM win rate on the right axis), per optimizer step. "
-                            "Proxy rising while gold stalls or falls is over-optimization."),
-                "kind": "gold-proxy",
-            })
-        section["training"]["figures"].append({
-            "id": "fig-training",
-            "svg": charts.training_curves(logs, name="training", title="GRPO training health per arm"),
-            "caption": "Per optimizer step, as TRL logged it (results/policy/{arm}/training_log.csv).",
-            "kind": "training",
-        })
-    health = []
-    for a in by_kind.get("policy_health", []):
-        h = read_json(a.path)
-        health.append({
-            "arm": a.arm or a.name, "verdict": h.get("verdict"), "n_steps": h.get("n_steps"),
-            "checks": [
-                {"name": k, "value": fmt(c.get("value")), "threshold": fmt(c.get("threshold")), "passed": c.get("passed"),
-                 "description": c.get("description", "")}
-                for k, c in (h.get("checks") or {}).items()
-            ],
-        })
+    if not logs:
+        return
+    texts = TEXTS["figures"]
+    if any("gold" in log.columns and log["gold"].notna().any() for log in logs.values()):
+        svg = charts.gold_proxy_curves(logs, name="gold-proxy", title=texts["gold_proxy"]["title"])
+        training["figures"].append(_figure("fig-gold-proxy", svg, kind="gold-proxy"))
+    svg = charts.training_curves(logs, name="training", title=texts["training"]["title"])
+    training["figures"].append(_figure("fig-training", svg, kind="training"))
 
-    # Judge calibration (from the calibrate_judge artifact; layout in docs/CONVENTIONS.md).
-    calibration = None
-    for a in by_kind.get("judge_calibration", []):
-        cal = read_json(a.path)
-        decision = cal.get("decision") or {}
-        judges = cal.get("judges") or {}
-        rows = []
-        for name, j in judges.items():
-            agreement = j.get("agreement") or {}
-            position = j.get("position") or {}
-            fsb = j.get("first_slot_bias") or {}
-            verdict = (decision.get("verdicts") or {}).get(name)
-            rows.append([name, fmt(j.get("n_separated_pairs")), fmt(agreement.get("strict")), fmt(agreement.get("half")),
-                         fmt(agreement.get("dropped")), fmt(j.get("kappa")), fmt(position.get("consistency")),
-                         fmt(position.get("n_flips")), fmt(position.get("n_with_tie")),
-                         f"{fmt(fsb.get('n_first_slot_both'))} / {fmt(fsb.get('n_second_slot_both'))} "
-                         f"(p {fmt(fsb.get('p_value'))})",
-                         fmt(verdict["passed"]) if verdict else "not used"])
-        by_margin = {n: [{"bin": f"{b['low']:g}-{b['high']:g}", "agreement": b.get("agreement_half"),
-                          "n": b.get("n_pairs", 0)} for b in j.get("by_margin") or []]
-                     for n, j in judges.items()
-                     if any(b.get("agreement_half") is not None for b in j.get("by_margin") or [])}
-        figure = None
-        if by_margin:
-            figure = {"id": "fig-calibration", "kind": "calibration",
-                      "svg": charts.agreement_by_margin(by_margin, name="calibration", title="Judge agreement by human margin"),
-                      "caption": "Agreement with human preference (undecided pairs counted 0.5) per human-margin bin."}
-        way = decision.get("agreement_counted")
-        weak = [{"judge": n, "agreement": fmt((decision.get("verdicts") or {}).get(n, {}).get("agreement")), "way": way}
-                for n in decision.get("failed") or []]
-        calibration = {
-            "header": ("Judge", "Separated pairs", "Agreement (undecided wrong)", "(as 0.5)", "(dropped)", "Cohen's κ",
-                       "Position consistency", "Flips", "With a tie", "First-slot / second-slot wins", "Passed"),
-            "rows": rows, "selected": ", ".join(decision.get("selected") or []) or None,
-            "min_agreement": decision.get("min_agreement"), "accepted_weak": decision.get("accepted_weak"),
-            "weak": weak, "delta": cal.get("delta"), "figure": figure, "path": str(a.path),
-        }
 
-    if headline is not None and calibration is not None:
-        judge = calibration["selected"]
-        verdict = next(iter((decision.get("verdicts") or {}).get(n, {}) for n in decision.get("selected") or []), {})
-        if judge:
-            headline["judge_line"] = (
-                f"Held-out judge: {judge}, selected by calibration against human preference (agreement "
-                f"{fmt(verdict.get('agreement'), 3)} with undecided pairs counted {decision.get('agreement_counted')}, "
-                f"minimum {fmt(decision.get('min_agreement'), 3)}).")
-    cards = [{"path": _rel(a.path, report_dir), "artifact": str(a.path.parent), "sha256": sha256_file(a.path)}
-             for a in by_kind.get("model_card", [])]
-
-    appendix = []
-    lineage = []
-    for a in artifacts:
-        lineage.append({"name": a.name, "kind": a.kind, "path": str(a.path), "sha256": sha256_file(a.path) if a.path.is_file() else None,
-                        "bytes": a.path.stat().st_size if a.path.is_file() else None})
-        title, caption = KNOWN_ARTIFACTS.get(a.name, (a.name.replace("_", " "), ""))
-        if a.path.suffix == ".json" and a.kind not in {"claims", "tables_index"}:
-            appendix.append({"id": f"artifact-{slug(a.name)}", "title": title, "caption": caption, "path": str(a.path),
-                             "data": read_json(a.path)})
-    head, dirty = commit
+def _health_view(a: Artifact) -> dict:
+    """One arm's training-health verdict and its checks, formatted (an arm trained elsewhere has no checks)."""
+    h = read_json(a.path)
     return {
-        "preset": cfg.get("preset"), "banner": DEMO_BANNER if cfg.get("preset") == "demo" else None,
-        "headline": headline, "sections": sections, "further": further, "health": health,
-        "calibration": calibration, "claims": claims, "cards": cards, "appendix": appendix, "lineage": lineage,
-        "commit": head, "dirty": dirty, "bar": bar, "has_summary": bool(tables),
+        "arm": a.arm or a.name, "verdict": h.get("verdict"), "n_steps": h.get("n_steps"),
+        "checks": [
+            {"name": k, "value": fmt(c["value"]), "threshold": fmt(c["threshold"]), "passed": c["passed"],
+             "description": c["description"]}
+            for k, c in (h.get("checks") or {}).items()
+        ],
     }
+
+
+def _calibration_view(cal: Mapping[str, Any], path: Path) -> dict:
+    """The judge calibration (the document :func:`read_judge_calibration` returns): one row per candidate judge,
+    the agreement-by-margin figure, the selection and the judges below the minimum."""
+    decision, judges = cal["decision"], cal["judges"]
+    rows = []
+    for name, j in judges.items():
+        agreement, position, fsb = j["agreement"], j["position"], j["first_slot_bias"]
+        rows.append([name, fmt(j["n_separated_pairs"]), fmt(agreement["strict"]), fmt(agreement["half"]),
+                     fmt(agreement["dropped"]), fmt(j["kappa"]), fmt(position["consistency"]),
+                     fmt(position["n_flips"]), fmt(position["n_with_tie"]),
+                     f"{fmt(fsb['n_first_slot_both'])} / {fmt(fsb['n_second_slot_both'])} (p {fmt(fsb['p_value'])})",
+                     fmt(decision["verdicts"][name]["passed"])])
+    by_margin = {n: [{"bin": f"{b['low']:g}-{b['high']:g}", "agreement": b["agreement_half"], "n": b["n_pairs"]}
+                     for b in j["by_margin"]]
+                 for n, j in judges.items() if any(b["agreement_half"] is not None for b in j["by_margin"])}
+    figure = None
+    if by_margin:
+        title = TEXTS["figures"]["calibration"]["title"]
+        figure = _figure("fig-calibration", charts.agreement_by_margin(by_margin, name="calibration", title=title),
+                         kind="calibration")
+    weak = [{"judge": n, "agreement": fmt(decision["verdicts"][n]["agreement"]), "way": decision["agreement_counted"]}
+            for n in decision["failed"]]
+    return {
+        "header": TEXTS["calibration"]["header"], "rows": rows, "selected": ", ".join(decision["selected"]) or None,
+        "min_agreement": decision["min_agreement"], "accepted_weak": decision["accepted_weak"],
+        "weak": weak, "delta": cal["delta"], "figure": figure, "path": str(path),
+    }
+
+
+def _selected_judge_line(decision: Mapping[str, Any]) -> str:
+    """The headline's judge line when calibration selected the judges: who, and how well they agree with humans."""
+    verdict = decision["verdicts"][decision["selected"][0]]
+    return fill(TEXTS["headline"]["selected_judge_line"], judge=", ".join(decision["selected"]),
+                agreement=fmt(verdict["agreement"], 3), counted=decision["agreement_counted"],
+                minimum=fmt(decision["min_agreement"], 3))
+
+
+def _cards(card_artifacts: Sequence[Artifact], report_dir: Path) -> list[dict]:
+    return [{"path": _rel(a.path, report_dir), "artifact": str(a.path.parent), "sha256": sha256_file(a.path)}
+            for a in card_artifacts]
+
+
+def _appendix_and_lineage(artifacts: Sequence[Artifact]) -> tuple[list[dict], list[dict]]:
+    """The raw JSON artifacts shown in appendix B, and every input with its sha256 (appendix C)."""
+    appendix, lineage = [], []
+    for a in artifacts:
+        is_file = a.path.is_file()
+        lineage.append({"name": a.name, "kind": a.kind, "path": str(a.path),
+                        "sha256": sha256_file(a.path) if is_file else None,
+                        "bytes": a.path.stat().st_size if is_file else None})
+        known = TEXTS["artifacts"].get(a.name, {"title": a.name.replace("_", " "), "caption": ""})
+        if a.path.suffix == ".json" and a.kind not in {"claims", "tables_index"}:
+            appendix.append({"id": f"artifact-{slug(a.name)}", "title": known["title"], "caption": known["caption"],
+                             "path": str(a.path), "data": read_json(a.path)})
+    return appendix, lineage
 
 
 def render(context: Mapping[str, Any]) -> str:

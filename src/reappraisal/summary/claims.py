@@ -8,9 +8,9 @@ each claim with a rule:
   summary setting (``{setting: bar}``) or another column of the same row;
 - ``all: [condition, ...]``: every condition must hold;
 - ``card_interval``: a figure quoted in a model card (win rate, n, quoted
-  95% lower bound) is recomputed: it holds when the Wilson bound rounds to
-  the quoted one, and is flagged with the bound it does match otherwise
-  (e.g. the Wald bound).
+  lower bound) is recomputed at the summary's confidence: it holds when the
+  Wilson bound rounds to the quoted one, and is flagged with the bound it
+  does match otherwise (e.g. the Wald bound).
 
 Verdicts: ``holds`` / ``fails``; ``retracted`` when the claim carries a
 retraction (its rule is still evaluated: ``rule_verdict`` says what the
@@ -35,6 +35,7 @@ from reappraisal.errors import PipelineInputError
 from reappraisal.stats import wilson_interval
 
 from .summary_table import Table
+from .texts import percent
 
 VERDICTS = ("holds", "fails", "retracted", "not_computable")
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq,
@@ -101,7 +102,8 @@ def rule_text(rule: Mapping, settings: Mapping[str, Any]) -> str:
     """The rule as one readable line, e.g. ``headline[arm=committee, ...].headline_low > bar (0.608)``."""
     if "card_interval" in rule:
         c = rule["card_interval"]
-        return (f"Wilson 95% lower bound of {c.get('wins', c['rate'] * c['n']):g}/{c['n']} rounds to "
+        wins = c.get("wins", c["rate"] * c["n"])
+        return (f"Wilson {percent(settings['confidence'])} lower bound of {wins:g}/{c['n']} rounds to "
                 f"the quoted {c['quoted_low']} at {c['decimals']} decimals")
     parts = []
     for cond in _conditions(rule):
@@ -171,7 +173,7 @@ def _condition(cond: Mapping, tables: Mapping[str, Table], settings: Mapping[str
     return bool(_OPS[cond["op"]](value, than))
 
 
-def card_interval(spec: Mapping, confidence: float = 0.95) -> Outcome:
+def card_interval(spec: Mapping, *, confidence: float) -> Outcome:
     """Recompute a quoted card interval: Wilson (the stated method) and, for the flag, Wald."""
     n = int(spec["n"])
     k = float(spec.get("wins", spec["rate"] * n))
@@ -186,11 +188,12 @@ def card_interval(spec: Mapping, confidence: float = 0.95) -> Outcome:
                    "quoted_low": quoted}
     out.holds = round(float(wilson_low), decimals) == quoted
     if not out.holds:
+        level = percent(confidence)
         if round(wald_low, decimals) == quoted:
-            out.flag = (f"the quoted 95% lower bound {quoted} for {p:.{decimals}f} of {n} is the Wald bound "
+            out.flag = (f"the quoted {level} lower bound {quoted} for {p:.{decimals}f} of {n} is the Wald bound "
                         f"({wald_low:.4f}); the Wilson bound is {wilson_low:.4f} ({wilson_low:.{decimals}f})")
         else:
-            out.flag = (f"the quoted 95% lower bound {quoted} matches neither the Wilson bound ({wilson_low:.4f}) "
+            out.flag = (f"the quoted {level} lower bound {quoted} matches neither the Wilson bound ({wilson_low:.4f}) "
                         f"nor the Wald bound ({wald_low:.4f}) of {k:g}/{n}")
     return out
 
@@ -201,7 +204,7 @@ def evaluate_claims(claims: list[Mapping], tables: Mapping[str, Table], settings
     for claim in claims:
         rule = claim["rule"]
         if "card_interval" in rule:
-            out = card_interval(rule["card_interval"], float(settings.get("confidence", 0.95)))
+            out = card_interval(rule["card_interval"], confidence=float(settings["confidence"]))
         else:
             out = Outcome()
             try:

@@ -11,12 +11,13 @@ Units: a contest is one (arm answer, opponent answer) pair on one scenario,
 both orders combined into 1 / 0.5 / 0; error contests are counted, never
 rated. Clusters are scenarios; runs are pooled inside each scenario.
 Estimand of every win rate here: the equally weighted mean of the scenario
-win rates (:data:`reappraisal.stats.ESTIMAND`).
+win rates (:data:`reappraisal.stats.ESTIMAND`). Titles and captions are in
+``table_texts.yaml`` (:mod:`.texts`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -25,6 +26,7 @@ import pandas as pd
 from reappraisal import stats
 
 from .summary_table import Table, not_computable
+from .texts import percent, table_text
 
 CONTEST_COLUMNS = [
     "run", "judge", "judge_kind", "contest_id", "vignette_id", "pool", "model", "opponent",
@@ -32,28 +34,27 @@ CONTEST_COLUMNS = [
 ]
 SCENARIO = "vignette_id"
 
-INTERVALS_TEXT = (
-    "headline = logit-scale delete-one-scenario jackknife, t with G-1 df (coverage >= 0.93, each tail "
-    "<= 0.04 in simulation at G = 6); Wilson = iid Wilson score interval, ignores clustering (too narrow "
-    "when scenarios differ); boot = percentile cluster bootstrap (scenarios resampled, exact enumeration), "
-    "under-covers at small G (about 0.85-0.87 at G = 6); cluster t and wild bootstrap are sensitivity checks. "
-    "All intervals are two-sided 95% for the same estimand."
-)
-
 
 @dataclass(frozen=True)
 class Settings:
-    """What the summary needs from the config (sections summary, evaluation, policy)."""
+    """What the summary needs from the config (sections summary, evaluation, policy), all required:
+    ``summary_io.settings_from_params`` builds it from the sections with the schema's defaults filled."""
 
-    bar: float = stats.DEFAULT_BAR
-    confidence: float = 0.95
-    n_boot: int = 100_000
-    seed: int = 0
-    headline_judge: str = "llama-3.1-70b-instruct"
-    headline_opponent: str = "gpt-4-0314"
-    headline_arm: str = "committee"
-    arms: tuple[str, ...] = ()
-    arm_specs: Mapping[str, Mapping] = field(default_factory=dict)
+    bar: float
+    confidence: float
+    n_boot: int
+    seed: int
+    headline_judge: str
+    headline_opponent: str
+    headline_arm: str
+    arms: tuple[str, ...]
+    arm_specs: Mapping[str, Mapping]
+
+
+def _text(name: str, s: Settings) -> tuple[str, str]:
+    """(title, caption) of table ``name`` (``table_texts.yaml``) with the settings filled in."""
+    return table_text(name, judge=s.headline_judge, opponent=s.headline_opponent, arm=s.headline_arm, bar=s.bar,
+                      level=percent(s.confidence))
 
 
 def _order(values, first: Sequence[str] = ()) -> list[str]:
@@ -78,7 +79,7 @@ def _headline_numbers(frame: pd.DataFrame, s: Settings, bar: float) -> dict:
     row = stats.headline_row(
         _stats_view(frame), bar=bar, confidence=s.confidence, n_boot=s.n_boot, seed=s.seed, scenario=SCENARIO
     )
-    ci = lambda key, side: row[key][side]  # noqa: E731
+    ci = lambda key, side: row[key][side]
     return {
         "win_rate": row["win_rate"],
         "pooled_rate": row["pooled_rate"],
@@ -110,15 +111,17 @@ def _headline_numbers(frame: pd.DataFrame, s: Settings, bar: float) -> dict:
     }
 
 
-HEADLINE_DISPLAY = [
-    ("arm", ("arm",)), ("opponent", ("opponent",)), ("win rate", ("win_rate",)), ("contests", ("contests",)),
-    ("scenarios", ("scenarios",)), ("headline 95% CI", ("headline_low", "headline_high")),
-    ("iid Wilson (ignores clustering)", ("wilson_low", "wilson_high")),
-    ("cluster bootstrap (under-covers)", ("boot_low", "boot_high")),
-    ("sign-flip p vs bar", ("signflip_p_bar",)), ("sign-flip p vs 0.5", ("signflip_p_half",)),
-    ("min attainable p", ("signflip_min_p",)), ("scenarios >= bar", ("scenarios_clearing_bar",)),
-    ("errors", ("errors",)),
-]
+def _headline_display(s: Settings) -> list:
+    """The headline-style tables' displayed columns (intervals as one cell)."""
+    return [
+        ("arm", ("arm",)), ("opponent", ("opponent",)), ("win rate", ("win_rate",)), ("contests", ("contests",)),
+        ("scenarios", ("scenarios",)), (f"headline {percent(s.confidence)} CI", ("headline_low", "headline_high")),
+        ("iid Wilson (ignores clustering)", ("wilson_low", "wilson_high")),
+        ("cluster bootstrap (under-covers)", ("boot_low", "boot_high")),
+        ("sign-flip p vs bar", ("signflip_p_bar",)), ("sign-flip p vs 0.5", ("signflip_p_half",)),
+        ("min attainable p", ("signflip_min_p",)), ("scenarios >= bar", ("scenarios_clearing_bar",)),
+        ("errors", ("errors",)),
+    ]
 
 HEADLINE_COLUMNS = [
     "arm", "opponent", "judge", "pool", "win_rate", "contests", "scenarios", "wilson_low", "wilson_high",
@@ -150,29 +153,18 @@ def _rate_rows(contests: pd.DataFrame, pool: str, s: Settings, sources_by_run, *
 
 def headline_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
     rows, sources = _rate_rows(contests, "train", s, sources_by_run, opponents_first=[s.headline_opponent])
-    caption = (
-        f"Win rate of each arm against each opponent on the study scenarios, judged by {s.headline_judge} "
-        f"in both orders, all runs pooled within scenarios. win_rate estimates the equally weighted mean of "
-        f"the scenario win rates (ties 0.5); every interval in a row estimates that same quantity. "
-        f"{INTERVALS_TEXT} Sign-flip p: exact randomisation test on the scenario means vs the bar "
-        f"{s.bar} and vs 0.5; signflip_min_p is the smallest p attainable with this many scenarios. "
-        "clears_bar: headline_low above the bar. errors: contests with an unparseable verdict (not rated)."
-    )
-    return Table("headline", "Headline win rates", caption, stats.ESTIMAND,
-                 pd.DataFrame(rows, columns=HEADLINE_COLUMNS), sources, display=HEADLINE_DISPLAY)
+    title, caption = _text("headline", s)
+    return Table("headline", title, caption, stats.ESTIMAND,
+                 pd.DataFrame(rows, columns=HEADLINE_COLUMNS), sources, display=_headline_display(s))
 
 
 def ood_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
-    title = "Out-of-distribution win rates"
-    caption = (
-        f"As the headline table, on the out-of-distribution pool (fresh scenarios, n-gram disjoint from "
-        f"training) against its own opponents, judged by {s.headline_judge}. {INTERVALS_TEXT}"
-    )
+    title, caption = _text("ood", s)
     if not (contests["pool"] == "ood").any():
         return not_computable("ood", title, caption, stats.ESTIMAND, HEADLINE_COLUMNS, "no contests on the ood pool")
     rows, sources = _rate_rows(contests, "ood", s, sources_by_run)
     return Table("ood", title, caption, stats.ESTIMAND, pd.DataFrame(rows, columns=HEADLINE_COLUMNS), sources,
-                 display=HEADLINE_DISPLAY)
+                 display=_headline_display(s))
 
 
 def per_scenario_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
@@ -189,20 +181,14 @@ def per_scenario_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> T
                 "errors": int(r["n_errors"]), "clears_bar": bool(n and r["win_rate"] >= s.bar),
             })
             sources.append(_row_sources(frame[frame[SCENARIO] == scenario], sources_by_run))
-    caption = (
-        f"Win rate of each arm in each scenario (runs pooled), judged by {s.headline_judge}. The interval is the "
-        "Wilson score interval for that scenario's own rate: its contests are independent draws within the "
-        "scenario, so here it does not ignore clustering. clears_bar: the scenario's rate is at least the bar "
-        f"{s.bar}."
-    )
+    title, caption = _text("per_scenario", s)
     columns = ["arm", "opponent", "judge", "vignette_id", "pool", "n_contests", "win_rate", "ci_low", "ci_high",
                "errors", "clears_bar"]
     display = [("arm", ("arm",)), ("opponent", ("opponent",)), ("pool", ("pool",)), ("scenario", ("vignette_id",)),
-               ("contests", ("n_contests",)), ("win rate", ("win_rate",)), ("Wilson 95% CI", ("ci_low", "ci_high")),
+               ("contests", ("n_contests",)), ("win rate", ("win_rate",)), (f"Wilson {percent(s.confidence)} CI", ("ci_low", "ci_high")),
                ("errors", ("errors",)), (">= bar", ("clears_bar",))]
-    return Table("per_scenario", "Win rates per scenario",
-                 caption, "win rate of one scenario (all runs pooled)", pd.DataFrame(rows, columns=columns), sources,
-                 display=display)
+    return Table("per_scenario", title, caption, "win rate of one scenario (all runs pooled)",
+                 pd.DataFrame(rows, columns=columns), sources, display=display)
 
 
 def per_run_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
@@ -240,19 +226,13 @@ def per_run_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
                     "note": note,
                 })
                 sources.append(_row_sources(frame, sources_by_run))
-    caption = (
-        f"Win rate of each arm in each independent evaluation run (fresh generations, fresh judging), judged by "
-        f"{s.headline_judge} on the study scenarios. win_rate estimates the equally weighted mean of that run's "
-        "scenario rates; ci is the headline interval (logit-scale scenario jackknife) within the run. "
-        "run_effect_p: two-way ANOVA without interaction on the scenario x run table of cell means, F test for "
-        "a run effect (scenarios as blocks); a small p says the runs differ and pooling them needs a second look."
-    )
+    title, caption = _text("per_run", s)
     columns = ["arm", "opponent", "judge", "run", "n_contests", "win_rate", "ci_low", "ci_high", "pooled_rate",
                "scenarios", "errors", "run_effect_p", "run_effect_F", "run_effect_method", "note"]
     display = [("arm", ("arm",)), ("opponent", ("opponent",)), ("run", ("run",)), ("contests", ("n_contests",)),
-               ("win rate", ("win_rate",)), ("headline 95% CI", ("ci_low", "ci_high")), ("errors", ("errors",)),
-               ("run effect p", ("run_effect_p",))]
-    return Table("per_run", "Win rates per evaluation run", caption,
+               ("win rate", ("win_rate",)), (f"headline {percent(s.confidence)} CI", ("ci_low", "ci_high")),
+               ("errors", ("errors",)), ("run effect p", ("run_effect_p",))]
+    return Table("per_run", title, caption,
                  "equally weighted mean of one run's scenario win rates", pd.DataFrame(rows, columns=columns), sources,
                  display=display)
 
@@ -319,35 +299,19 @@ def head_to_head_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> T
         more_rows, more_sources = _paired_rows(contests, pool, s, sources_by_run)
         rows += more_rows
         sources += more_sources
-    caption = (
-        "Head-to-head comparisons, analysed paired by scenario. kind direct: the arm's answers against the "
-        "other model's answers on the same scenarios (DeepSeek-R1, or another arm as arm:<name>); estimate is "
-        "its win rate (equally weighted mean of scenario rates), ci the headline interval (logit-scale "
-        "scenario jackknife), signflip_p the exact sign-flip test of 0.5. kind paired: arm minus versus, both "
-        "against the same opponent; estimate is the mean over scenarios of the per-scenario difference of win "
-        "rates, ci a t interval on the G differences (G-1 df), signflip_p the exact sign-flip test of a zero "
-        "difference. Comparing two separately computed intervals would ignore the shared scenarios."
-    )
+    title, caption = _text("head_to_head", s)
     estimand = ("direct: equally weighted mean of scenario win rates against that model; paired: mean over "
                 "scenarios of the difference of the two arms' scenario win rates")
     display = [("kind", ("kind",)), ("arm", ("arm",)), ("versus", ("versus",)), ("opponent", ("opponent",)),
-               ("pool", ("pool",)), ("estimate", ("estimate",)), ("95% CI", ("ci_low", "ci_high")),
+               ("pool", ("pool",)), ("estimate", ("estimate",)), (f"{percent(s.confidence)} CI", ("ci_low", "ci_high")),
                ("sign-flip p", ("signflip_p",)), ("min attainable p", ("signflip_min_p",)),
                ("scenarios", ("scenarios",)), ("contests", ("contests",))]
-    return Table("head_to_head", "Head-to-head, paired by scenario", caption, estimand,
+    return Table("head_to_head", title, caption, estimand,
                  pd.DataFrame(rows, columns=H2H_COLUMNS), sources, display=display)
 
 
 def reward_path_gap_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
-    title = "Reward-path scorers vs held-out judges"
-    caption = (
-        "For each arm, the same contests scored by a reward-path scorer (what the policy was optimised "
-        "against) and by a held-out judge (never seen in training). Both win rates estimate the equally "
-        "weighted mean of scenario win rates on the contests both scored without error; gap = reward-path "
-        "minus held-out, with a t interval on the G per-scenario gaps (G-1 df) and an exact sign-flip p of a "
-        "zero gap; 'reading' says which way the reward-path member disagrees when the interval excludes 0. "
-        "A gain that only the reward path sees is reward hacking, not improvement."
-    )
+    title, caption = _text("reward_path_gap", s)
     estimand = "mean over scenarios of (reward-path win rate - held-out win rate) on the same contests"
     columns = ["arm", "opponent", "pool", "reward_path_judge", "heldout_judge", "reward_path_win_rate",
                "heldout_win_rate", "gap", "gap_ci_low", "gap_ci_high", "gap_signflip_p", "reading", "scenarios",
@@ -383,7 +347,7 @@ def reward_path_gap_table(contests: pd.DataFrame, s: Settings, sources_by_run) -
     display = [("arm", ("arm",)), ("opponent", ("opponent",)), ("reward path", ("reward_path_judge",)),
                ("held-out judge", ("heldout_judge",)), ("reward-path win rate", ("reward_path_win_rate",)),
                ("held-out win rate", ("heldout_win_rate",)), ("gap", ("gap",)),
-               ("gap 95% CI", ("gap_ci_low", "gap_ci_high")), ("sign-flip p", ("gap_signflip_p",)),
+               (f"gap {percent(s.confidence)} CI", ("gap_ci_low", "gap_ci_high")), ("sign-flip p", ("gap_signflip_p",)),
                ("reading", ("reading",)), ("contests", ("contests",))]
     return Table("reward_path_gap", title, caption, estimand, pd.DataFrame(rows, columns=columns), sources,
                  display=display)
@@ -430,22 +394,16 @@ def ablation_table(contests: pd.DataFrame, s: Settings, sources_by_run, health: 
                 row["note"] = str(exc)
         rows.append(row)
         sources.append(tuple(row_sources))
-    caption = (
-        f"The arms side by side against {s.headline_opponent} on the study scenarios, judged by "
-        f"{s.headline_judge}: committee weights (w_rm, w_grm, disagreement guard lam; external = trained "
-        f"elsewhere), training-health verdict, win rate with the headline interval (logit-scale scenario "
-        f"jackknife), and the difference to the headline arm {s.headline_arm} paired by scenario (t interval "
-        "on the G per-scenario differences, exact sign-flip p). Picking the best of several arms inflates the "
-        "winner; a confirmatory claim needs a pre-registered fresh pool."
-    )
+    title, caption = _text("ablation", s)
+    level = percent(s.confidence)
     columns = ["arm", "w_rm", "w_grm", "lam", "external", "health", "win_rate", "headline_low", "headline_high",
                "contests", "scenarios", "diff_vs_headline_arm", "diff_ci_low", "diff_ci_high", "diff_signflip_p",
                "note"]
     display = [("arm", ("arm",)), ("w_rm", ("w_rm",)), ("w_grm", ("w_grm",)), ("health", ("health",)),
-               ("win rate", ("win_rate",)), ("headline 95% CI", ("headline_low", "headline_high")),
-               (f"minus {s.headline_arm}", ("diff_vs_headline_arm",)), ("95% CI", ("diff_ci_low", "diff_ci_high")),
+               ("win rate", ("win_rate",)), (f"headline {level} CI", ("headline_low", "headline_high")),
+               (f"minus {s.headline_arm}", ("diff_vs_headline_arm",)), (f"{level} CI", ("diff_ci_low", "diff_ci_high")),
                ("sign-flip p", ("diff_signflip_p",))]
-    return Table("ablation", "Ablation: the arms side by side", caption,
+    return Table("ablation", title, caption,
                  f"{stats.ESTIMAND}; diff: mean over scenarios of (arm - {s.headline_arm})",
                  pd.DataFrame(rows, columns=columns), sources, display=display)
 
@@ -464,16 +422,7 @@ def _length_frames(contests: pd.DataFrame):
 
 
 def length_bias_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
-    title = "Length bias of each judge"
-    caption = (
-        "For each judge, arm and opponent: the share of decided contests (won in both orders or lost in both) "
-        "between answers of different length that the longer answer won (0.5 = no length preference), the mean "
-        "length difference (arm minus opponent, words), the win rate, and a length-controlled win rate as a "
-        "sensitivity column: a logistic model of the contest outcome on tanh of the standardised length "
-        "difference with one intercept per scenario, predicted at zero difference and averaged over scenarios "
-        "(alpaca_eval's idea, adapted to contests clustered by scenario). It assumes the same length effect in "
-        "every scenario, and where length is part of quality it removes real quality too."
-    )
+    title, caption = _text("length_bias", s)
     estimand = f"{stats.ESTIMAND}; longer-wins share: pooled over decided contests"
     columns = ["judge", "arm", "opponent", "pool", "contests", "decided_unequal", "longer_wins_share",
                "mean_length_diff", "win_rate", "lc_win_rate", "length_coef", "scenarios", "note"]
@@ -503,10 +452,7 @@ def length_bias_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Ta
 
 
 def length_bins_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
-    title = "Win rate by length difference"
-    caption = ("For each judge, arm and opponent, contests binned by the length difference of the two answers "
-               "(arm minus opponent, words): contests per bin and the pooled win rate in the bin. A win rate "
-               "rising with the difference is a judge (or answers) favouring length.")
+    title, caption = _text("length_bins", s)
     estimand = "pooled win rate of the contests in the bin (no clustering; descriptive)"
     columns = ["judge", "arm", "opponent", "pool", "bin", "low", "high", "contests", "win_rate"]
     rows, sources = [], []

@@ -4,10 +4,13 @@ Each builder takes the parsed document (or ``None`` when the file is absent
 on this preset) and the artifact path(s) it came from, and returns a
 :class:`~reappraisal.summary.summary_table.Table`; an absent or unusable document
 gives a ``not_computable`` table with the reason, never an exception.
-Shapes read: ``results/evaluation/judge_calibration.json`` (calibrate_judge),
+Shapes read: ``results/evaluation/judge_calibration.json`` (calibrate_judge,
+read by :func:`reappraisal.evaluation.calibration_file.read_judge_calibration`),
 ``results/reward/metrics.json`` (evaluate_reward_models),
 ``results/grm/metrics.json`` (evaluate_grm), ``results/policy/{arm}/
-health.json`` and ``training_log.csv`` (train_policy).
+health.json`` and ``training_log.csv`` (train_policy). An interval heading
+names the confidence its file records (the stage that computed it chose it).
+Titles and captions are in ``table_texts.yaml`` (:mod:`.texts`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from .summary_table import Table, not_computable
+from .texts import percent, table_text
 
 
 def _get(doc: Any, *path, default=None):
@@ -45,50 +49,35 @@ JUDGE_COLUMNS = [
 
 
 def judge_calibration_table(doc: Mapping | None, source: str) -> Table:
-    title = "Judge calibration against human preference"
-    caption = (
-        "Agreement of each candidate judge with human preference on clearly separated held-out human pairs "
-        "(human margin >= delta, chosen by human ratings only): undecided pairs (ties or an order-dependent "
-        "winner) counted wrong (strict), as 0.5 (half) and dropped; Cohen's kappa; position consistency "
-        "(same winner in both orders), flips (winner changes with the order) and ties reported separately; "
-        "first-slot bias: pairs won by the first slot in both orders vs by the second, exact binomial p. "
-        "passed: agreement (counted as agreement_counted) >= min_agreement."
-    )
+    """``doc``: the calibration file as :func:`~reappraisal.evaluation.calibration_file.read_judge_calibration`
+    returns it (its keys checked), or None when the file is absent."""
+    title, caption = table_text("judge_calibration")
     estimand = "share of clearly separated human pairs on which the judge picks the human-preferred answer"
-    judges = _get(doc, "judges")
-    if not isinstance(judges, Mapping) or not judges:
+    if doc is None or not doc["judges"]:
         why = "results/evaluation/judge_calibration.json absent" if doc is None else "it lists no judges"
         return not_computable("judge_calibration", title, caption, estimand, JUDGE_COLUMNS, why)
-    decision = _get(doc, "decision", default={}) or {}
-    selected = decision.get("selected", doc.get("selected", []))
-    selected = [selected] if isinstance(selected, str) else list(selected or [])
-    verdicts = decision.get("verdicts", {}) or {}
-    min_agreement = decision.get("min_agreement", doc.get("min_agreement"))
+    decision = doc["decision"]
     rows = []
-    for name, j in judges.items():
-        agreement = j.get("agreement", {}) or {}
-        position = j.get("position", j.get("position_consistency", {}))
-        position = position if isinstance(position, Mapping) else {"consistency": position}
-        bias = j.get("first_slot_bias", {}) or {}
-        passed = _get(verdicts, name, "passed", default=j.get("passed"))
+    for name, j in doc["judges"].items():
+        agreement, position, bias = j["agreement"], j["position"], j["first_slot_bias"]
         rows.append({
-            "judge": name, "selected": name in selected, "passed": passed,
-            "agreement_strict": _num(agreement.get("strict", agreement.get("wrong"))),
-            "agreement_half": _num(agreement.get("half")),
-            "agreement_dropped": _num(agreement.get("dropped")),
-            "min_agreement": _num(min_agreement),
-            "agreement_counted": decision.get("agreement_counted"),
-            "kappa": _num(j.get("kappa")),
-            "n_separated_pairs": _num(j.get("n_separated_pairs", j.get("n_pairs"))),
-            "n_undecided": _num(j.get("n_undecided")),
-            "errors": _num(j.get("n_errors")),
-            "position_consistency": _num(position.get("consistency")),
-            "flip_rate": _num(position.get("flip_rate", j.get("flips"))),
-            "tie_rate": _num(position.get("tie_rate", j.get("ties"))),
-            "first_slot_both": _num(bias.get("n_first_slot_both", bias.get("first"))),
-            "second_slot_both": _num(bias.get("n_second_slot_both", bias.get("second"))),
-            "first_slot_p": _num(bias.get("p_value")),
-            "accepted_weak": bool(decision.get("accepted_weak", doc.get("accepted_weak", False))),
+            "judge": name, "selected": name in decision["selected"], "passed": decision["verdicts"][name]["passed"],
+            "agreement_strict": _num(agreement["strict"]),
+            "agreement_half": _num(agreement["half"]),
+            "agreement_dropped": _num(agreement["dropped"]),
+            "min_agreement": _num(decision["min_agreement"]),
+            "agreement_counted": decision["agreement_counted"],
+            "kappa": _num(j["kappa"]),
+            "n_separated_pairs": _num(j["n_separated_pairs"]),
+            "n_undecided": _num(j["n_undecided"]),
+            "errors": _num(j["n_errors"]),
+            "position_consistency": _num(position["consistency"]),
+            "flip_rate": _num(position["flip_rate"]),
+            "tie_rate": _num(position["tie_rate"]),
+            "first_slot_both": _num(bias["n_first_slot_both"]),
+            "second_slot_both": _num(bias["n_second_slot_both"]),
+            "first_slot_p": _num(bias["p_value"]),
+            "accepted_weak": bool(decision["accepted_weak"]),
         })
     display = [("judge", ("judge",)), ("used", ("selected",)), ("passed", ("passed",)),
                ("agreement (undecided wrong)", ("agreement_strict",)), ("(as 0.5)", ("agreement_half",)),
@@ -97,6 +86,12 @@ def judge_calibration_table(doc: Mapping | None, source: str) -> Table:
                ("position consistency", ("position_consistency",)), ("first-slot p", ("first_slot_p",))]
     return Table("judge_calibration", title, caption, estimand, pd.DataFrame(rows, columns=JUDGE_COLUMNS),
                  [(source,)] * len(rows), display=display)
+
+
+def _ci_heading(prefix: str, *intervals: Mapping | None) -> str:
+    """``prefix`` + "<level> CI" (e.g. "best-of-N 95% CI"), the level the first interval present records."""
+    levels = [percent(i["confidence"]) + " " for i in intervals if isinstance(i, Mapping) and "confidence" in i]
+    return f"{prefix}{levels[0] if levels else ''}CI"
 
 
 RM_COLUMNS = [
@@ -120,14 +115,7 @@ def _accuracy_row(name: str, pairwise: Mapping | None) -> dict:
 
 
 def reward_models_table(doc: Mapping | None, source: str) -> Table:
-    title = "Reward-model ensemble: held-out pairwise accuracy"
-    caption = (
-        "Pairwise accuracy (ties 0.5) of each reward-model seed, their mean (the model card's form) and the "
-        "ensemble score on held-out within-scenario pairs of human reappraisals. ci: t interval on the "
-        "per-scenario accuracies (scenario-clustered, G-1 df); Wilson: iid, ignores clustering. The scenarios "
-        "were seen in training, so these figures do not license claims about new scenarios. best_of_n: the "
-        "ensemble's top pick of n candidates vs a random pick by human z (chance 0.5), cluster t interval."
-    )
+    title, caption = table_text("reward_models")
     estimand = "share of held-out human pairs ordered as humans order them (ties 0.5)"
     if not isinstance(doc, Mapping) or "ensemble" not in doc:
         why = "results/reward/metrics.json absent" if doc is None else "it has no ensemble section"
@@ -150,11 +138,14 @@ def reward_models_table(doc: Mapping | None, source: str) -> Table:
     rows.append(row)
     if ensemble.get("pairwise_mean_only"):
         rows.append(_accuracy_row("ensemble_mean_only", ensemble.get("pairwise_mean_only")))
-    display = [("model", ("model",)), ("accuracy", ("accuracy",)), ("95% CI", ("ci_low", "ci_high")),
+    pairwise = [ensemble.get("pairwise"), *(seed.get("pairwise") for seed in (doc.get("per_seed") or {}).values())]
+    ci = _ci_heading("", *((p or {}).get("ci_cluster_t") for p in pairwise))
+    display = [("model", ("model",)), ("accuracy", ("accuracy",)), (ci, ("ci_low", "ci_high")),
                ("iid Wilson (ignores clustering)", ("wilson_low", "wilson_high")), ("pairs", ("n_pairs",)),
                ("scenarios", ("scenarios",)), ("Spearman within", ("spearman_within",)), ("best of", ("best_of_n",)),
                ("best-of-N beats random", ("best_of_n_win_vs_random",)),
-               ("best-of-N 95% CI", ("best_of_n_ci_low", "best_of_n_ci_high")), ("note", ("note",))]
+               (_ci_heading("best-of-N ", bon.get("ci_cluster_t")), ("best_of_n_ci_low", "best_of_n_ci_high")),
+               ("note", ("note",))]
     return Table("reward_models", title, caption, estimand, pd.DataFrame(rows, columns=RM_COLUMNS),
                  [(source,)] * len(rows), display=display)
 
@@ -166,14 +157,7 @@ GRM_COLUMNS = [
 
 
 def grm_table(doc: Mapping | None, source: str) -> Table:
-    title = "Generative reward model (GRM): held-out judging"
-    caption = (
-        "The GRM judging held-out clearly separated human pairs in both orders: accuracy (share of orders "
-        "naming the human-preferred reappraisal, unparseable = wrong) with a scenario-clustered t interval; "
-        "unparseable rate; position consistency, flips and ties (separately); first-slot bias with an exact "
-        "binomial p; agreement with humans (undecided = 0.5) and Cohen's kappa. sft = after stage 1, final = "
-        "after GRPO, *_logprob = the final model read from its verdict-token probabilities."
-    )
+    title, caption = table_text("grm")
     estimand = "share of judged orders that name the human-preferred reappraisal"
     models = _get(doc, "models")
     if not isinstance(models, Mapping) or not models:
@@ -190,32 +174,18 @@ def grm_table(doc: Mapping | None, source: str) -> Table:
             "ci_low": _num(_get(acc, "ci_cluster_t", "low")), "ci_high": _num(_get(acc, "ci_cluster_t", "high")),
             "n_pairs": _num(m.get("n_pairs")), "error_rate": _num(m.get("error_rate")),
             "position_consistency": _num(position.get("consistency")),
-            "flip_rate": _num(_flip_rate(position)), "tie_rate": _num(_tie_rate(position)),
+            "flip_rate": _num(position.get("flip_rate")), "tie_rate": _num(position.get("tie_rate")),
             "first_slot_both": _num(bias.get("n_first_slot_both")),
             "second_slot_both": _num(bias.get("n_second_slot_both")), "first_slot_p": _num(bias.get("p_value")),
             "agreement_half": _num(agreement.get("agreement_half")), "kappa": _num(agreement.get("kappa")),
         })
-    display = [("model", ("model",)), ("mode", ("mode",)), ("accuracy", ("accuracy",)), ("95% CI", ("ci_low", "ci_high")),
+    ci = _ci_heading("", *((m.get("accuracy") or {}).get("ci_cluster_t") for m in models.values()))
+    display = [("model", ("model",)), ("mode", ("mode",)), ("accuracy", ("accuracy",)), (ci, ("ci_low", "ci_high")),
                ("pairs", ("n_pairs",)), ("unparseable", ("error_rate",)),
                ("position consistency", ("position_consistency",)), ("flips", ("flip_rate",)),
                ("first-slot p", ("first_slot_p",)), ("κ", ("kappa",))]
     return Table("grm", title, caption, estimand, pd.DataFrame(rows, columns=GRM_COLUMNS), [(source,)] * len(rows),
                  display=display)
-
-
-def _flip_rate(position: Mapping):
-    """Flips only (winner changes with the order), also from files written before ties were split off."""
-    n = position.get("n_pairs")
-    if "n_flips" in position or not n:
-        return position.get("flip_rate")
-    return (position.get("n_first_slot_both", 0) + position.get("n_second_slot_both", 0)) / n
-
-
-def _tie_rate(position: Mapping):
-    n = position.get("n_pairs")
-    if "tie_rate" in position or not n:
-        return position.get("tie_rate")
-    return position.get("n_with_tie", 0) / n
 
 
 HEALTH_COLUMNS = [
@@ -229,15 +199,7 @@ GOLD_WINDOW = 10
 
 def training_health_table(arms: Sequence[str], health: Mapping[str, Mapping | None],
                           logs: Mapping[str, pd.DataFrame | None], sources: Mapping[str, Sequence[str]]) -> Table:
-    title = "Training health of each GRPO arm"
-    caption = (
-        "Per arm, the health verdict of its GRPO run with the config's thresholds (policy.health): KL to the "
-        "reference bounded (largest per-step KL), entropy alive (last window / first window), reward std "
-        "alive (groups still disagree), truncation at the length limit low, format gate passed; reward at the "
-        "first and last logged step from the training log. Gold (a log-only scorer, never optimized: the demo's "
-        f"rating model) and the ensemble proxy are means over the first and last {GOLD_WINDOW} logged steps; "
-        "empty when no gold scorer is configured. An arm trained elsewhere has no log."
-    )
+    title, caption = table_text("training_health", gold_window=GOLD_WINDOW)
     estimand = "per-run training diagnostics (no sampling interval)"
     if not arms:
         return not_computable("training_health", title, caption, estimand, HEALTH_COLUMNS, "no policy arms configured")
@@ -250,7 +212,7 @@ def training_health_table(arms: Sequence[str], health: Mapping[str, Mapping | No
             row.update(verdict="not_computable", note="health.json absent")
         else:
             checks = h.get("checks") or {}
-            value = lambda key: _num(_get(checks, key, "value"))  # noqa: E731
+            value = lambda key, checks=checks: _num(_get(checks, key, "value"))
             row.update(verdict=h.get("verdict"), failed=", ".join(h.get("failed") or []) or None,
                        steps=_num(h.get("n_steps")), kl_max=value("kl_bounded"), entropy_ratio=value("entropy_alive"),
                        reward_std_last=value("reward_std_alive"), clipped_ratio_last=value("truncation_low"),

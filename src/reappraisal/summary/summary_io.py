@@ -1,7 +1,7 @@
 """The ``summarize`` command: contests, judgments and metrics in; tables and the claims ledger out.
 
-Reads, for every configured run (config ``evaluation.runs``, default
-[1, 2, 3]), ``<evaluation-dir>/run{run}/contests.parquet`` and
+Reads, for every configured run (config ``evaluation.runs``),
+``<evaluation-dir>/run{run}/contests.parquet`` and
 ``judgments.parquet`` (the evaluation contract in docs/CONVENTIONS.md), the
 three metrics JSONs, each named by its own option (the judge calibration, the
 reward-model and the GRM metrics; absent ones make their tables and claims not
@@ -33,8 +33,10 @@ import yaml
 
 from reappraisal import stats
 from reappraisal.atomic import atomic_dir, write_json
-from reappraisal.config import REPO_ROOT
+from reappraisal.config import REPO_ROOT, with_defaults
 from reappraisal.errors import PipelineInputError
+from reappraisal.json_values import json_ready
+from reappraisal.evaluation.calibration_file import read_judge_calibration
 from reappraisal.params import parse_params
 
 from . import evaluation_tables as et
@@ -129,24 +131,23 @@ def _check_against_judgments(contests, judgments, contests_path, judgments_path)
 
 
 def settings_from_params(params: Mapping[str, Any]) -> tuple[et.Settings, list[int]]:
-    summary = params.get("summary") or {}
-    evaluation = params.get("evaluation") or {}
-    policy = params.get("policy") or {}
-    arm_specs = dict(policy.get("arms") or {})
-    arms = evaluation.get("arms") or list(arm_specs)
-    runs = [int(r) for r in evaluation.get("runs") or [1, 2, 3]]
+    """The summary's settings and the runs, from the sections as the rule passed them (schema defaults filled)."""
+    summary = with_defaults("summary", params.get("summary"))
+    evaluation = with_defaults("evaluation", params.get("evaluation"))
+    policy = with_defaults("policy", params.get("policy"))
+    arm_specs = dict(policy["arms"])
     s = et.Settings(
-        bar=float(summary.get("bar", stats.DEFAULT_BAR)),
-        confidence=float(summary.get("confidence", 0.95)),
-        n_boot=int(summary.get("n_boot", 100_000)),
-        seed=int(params.get("seed", 0)),
-        headline_judge=str(evaluation.get("headline_judge", "llama-3.1-70b-instruct")),
-        headline_opponent=str(evaluation.get("headline_opponent", "gpt-4-0314")),
-        headline_arm=str(summary.get("headline_arm", "committee")),
-        arms=tuple(arms),
+        bar=float(summary["bar"]),
+        confidence=float(summary["confidence"]),
+        n_boot=int(summary["n_boot"]),
+        seed=int(params["seed"]),
+        headline_judge=str(evaluation["headline_judge"]),
+        headline_opponent=str(evaluation["headline_opponent"]),
+        headline_arm=str(summary["headline_arm"]),
+        arms=tuple(evaluation["arms"] or arm_specs),
         arm_specs=arm_specs,
     )
-    return s, runs
+    return s, [int(r) for r in evaluation["runs"]]
 
 
 def build_tables(contests: pd.DataFrame, s: et.Settings, sources_by_run, metrics: Mapping, health, logs,
@@ -181,8 +182,8 @@ def _yaml_dates_as_text(value):
     return value
 
 
-#: The metrics files summarize reads, by the name of the table each feeds.
-METRICS = ("judge_calibration", "reward_models", "grm")
+#: The metrics files summarize reads, by the name of the table each feeds, with the reader of each.
+METRICS = {"judge_calibration": read_judge_calibration, "reward_models": _read_json, "grm": _read_json}
 
 
 def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy_dir: Path, claims_file: Path,
@@ -205,9 +206,9 @@ def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy
                                  where="config evaluation.headline_judge")
 
     metrics = {}
-    for name in METRICS:
+    for name, reader in METRICS.items():
         path = Path(metrics_files[name])
-        metrics[name] = (_read_json(path), _rel(path, root))
+        metrics[name] = (reader(path) if path.is_file() else None, _rel(path, root))
     health, logs, arm_sources = {}, {}, {}
     for arm in s.arms:
         health_path = policy_dir / arm / "health.json"
@@ -250,25 +251,7 @@ def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy
         "verdicts": {v: sum(r["verdict"] == v for r in records) for v in ("holds", "fails", "retracted",
                                                                           "not_computable")},
     }
-    return tables, _json_ready(ledger)
-
-
-def _json_ready(value):
-    import math
-
-    import numpy as np
-
-    if isinstance(value, dict):
-        return {k: _json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_ready(v) for v in value]
-    if isinstance(value, (np.floating, float)):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return value
+    return tables, json_ready(ledger)
 
 
 def write_outputs(tables: Mapping[str, Table], ledger: dict, out_tables: Path, out_claims: Path, root: Path) -> None:
@@ -301,7 +284,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out-tables", required=True)
     ap.add_argument("--out-claims", required=True)
     ap.add_argument("--root", default=".", help="repository root: lineage paths are relative to it")
-    ap.add_argument("--params", default=None, help="JSON with sections summary, evaluation, policy, seed, preset")
+    ap.add_argument("--params", required=True, help="JSON with sections summary, evaluation, policy, seed, preset")
     ns = ap.parse_args(argv)
     params = parse_params(ns.params)
     root = Path(ns.root)
