@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -77,7 +76,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if not (REPO / ".venv/bin/snakemake").exists():
         raise SystemExit("install first: bash scripts/install.sh")
-    resolve = lambda ref: subprocess.run(["git", "rev-parse", "--short", ref], cwd=REPO, capture_output=True,  # noqa: E731
+    resolve = lambda ref: subprocess.run(["git", "rev-parse", "--short", ref], cwd=REPO, capture_output=True,
                                          text=True, check=True).stdout.strip()
     commits = [resolve(args.commit)] + ([resolve(args.baseline)] if args.baseline else [])
     walls: dict[str, list[float]] = {c: [] for c in commits}

@@ -33,12 +33,12 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from reappraisal.evaluation.backends import OpenAIBackend, TransformersBackend  # noqa: E402
-from reappraisal.evaluation.cache import ReplyCache  # noqa: E402
-from reappraisal.evaluation.judge_spec import load_judge  # noqa: E402
-from reappraisal.evaluation.judging import judge_contests  # noqa: E402
-from tests.evaluation.helpers import openai_judge  # noqa: E402
-from tests.evaluation.openai_fake import FakeOpenAI, Reply  # noqa: E402
+from reappraisal.evaluation.backends import OpenAIBackend, TransformersBackend
+from reappraisal.evaluation.cache import ReplyCache
+from reappraisal.evaluation.judge_spec import load_judge
+from reappraisal.evaluation.judging import judge_contests
+from tests.evaluation.helpers import openai_judge
+from tests.evaluation.openai_fake import FakeOpenAI, Reply
 
 
 def contests(n_contests: int) -> pd.DataFrame:

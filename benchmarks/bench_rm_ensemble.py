@@ -37,8 +37,8 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from reappraisal.reward.ensemble import EnsembleScorer  # noqa: E402
-from reappraisal.reward.prompts import PROMPT_TEMPLATE  # noqa: E402
+from reappraisal.reward.ensemble import EnsembleScorer
+from reappraisal.reward.prompts import PROMPT_TEMPLATE
 
 
 def candidates(n: int, group_size: int = 12, seed: int = 0) -> tuple[list[str], list[str]]:

@@ -89,10 +89,11 @@ def test_paper_preset_dry_run_on_slurm_executor_wiring(clean_copy):
 
 @pytest.mark.parametrize(
     "override,fragment",
-    [("preset: demo", "preset: nonsense"), ("  val_fraction: 0.2", "  val_fraction: lots")],
+    [("preset: demo", "preset: nonsense"), ("seed: 20250101\n", "seed: 20250101\nsplit: {val_fraction: lots}\n")],
 )
 def test_bad_config_stops_snakemake_with_the_key_named(clean_copy, override, fragment):
     path = clean_copy / "config.yaml"
+    assert override in path.read_text()
     path.write_text(path.read_text().replace(override, fragment, 1))
     proc = run_snakemake(clean_copy, "-n", "results/report.html", check=False)
     assert proc.returncode != 0

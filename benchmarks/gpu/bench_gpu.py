@@ -34,10 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
-import os
 import platform
-import shutil
 import socket
 import statistics
 import subprocess
@@ -351,7 +348,7 @@ def part_grpo(ctx: dict) -> dict:
     paper = load_config(overrides={"preset": "paper"})["policy"]
     section = dict(paper, max_steps=1, save_steps=10, num_generations=s.generations,
                    per_device_train_batch_size=s.generations, max_completion_length=s.completion_length,
-                   use_cpu=dry, precision="fp32" if dry else "bf16", gradient_checkpointing=not dry,
+                   use_cpu=dry, bf16=not dry, gradient_checkpointing=not dry,
                    vllm={"enabled": False}, gold_scorer=None)
     settings = grpo_settings(section, seed=0, output_dir=Path(ctx["workdir"]) / "grpo", bf16_capable=not dry)
     settings.update(report_to="none", save_strategy="no", logging_steps=1)
@@ -489,7 +486,7 @@ def part_cluster_estimate(ctx: dict) -> dict:
     if any(r.get(n) is None or r[n].status != "ok" for n in ("grpo", "committee_share")):
         raise RuntimeError("needs the grpo and committee_share parts")
     p, g, c = PAPER_RUN, r["grpo"].figures, r["committee_share"].figures
-    flops_h = lambda flops: flops / (p["h100_bf16_flops"] * p["mfu"]) / 3600  # noqa: E731  (GPU-hours)
+    flops_h = lambda flops: flops / (p["h100_bf16_flops"] * p["mfu"]) / 3600
     rm = flops_h(6 * p["params_1p7b"] * p["rm_seeds"] * p["rm_epochs"] * p["train_reappraisals"] * p["rm_tokens_per_example"])
     sft = flops_h(6 * p["params_1p7b"] * p["grm_sft_epochs"] * p["grm_sft_traces"] * p["grm_trace_tokens"])
     # decode rate of the measured policy step (tokens per second on one GPU), scaled to the GRM's size

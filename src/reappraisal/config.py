@@ -21,6 +21,21 @@ from .errors import ConfigError
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
+#: Settings spelled one way in every stage (the transformers/TRL argument
+#: names); an old spelling is refused with its new name, not as an unknown key.
+RENAMED_KEYS: dict[str, str] = {
+    "policy.lr": "policy.learning_rate",
+    "policy.precision": "policy.bf16",
+    "policy.warm_start.steps": "policy.warm_start.max_steps",
+    "policy.warm_start.lr": "policy.warm_start.learning_rate",
+    "policy.warm_start.batch_size": "policy.warm_start.per_device_train_batch_size",
+    "grm.sft.epochs": "grm.sft.num_train_epochs",
+    "grm.sft.batch_size": "grm.sft.per_device_train_batch_size",
+    "grm.grpo.steps": "grm.grpo.max_steps",
+    "evaluation.demo_judge.epochs": "evaluation.demo_judge.num_train_epochs",
+    "evaluation.demo_judge.batch_size": "evaluation.demo_judge.per_device_train_batch_size",
+}
+
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     """Return ``base`` with ``override`` merged in; mappings merge, everything else replaces."""
@@ -56,12 +71,13 @@ def validate_config(config: dict[str, Any], schema_path: Path = SCHEMA_PATH) -> 
     """Validate (and fill defaults into) a resolved config; one clear line on error."""
     import jsonschema
 
-    schema = yaml.safe_load(Path(schema_path).read_text())
+    check_renamed_keys(config)
+    schema = _load_schema(schema_path)
     validator_cls = _validator_with_defaults(jsonschema.Draft202012Validator)
     errors = sorted(validator_cls(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         err = errors[0]
-        key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        key = config_key(err.absolute_path) or "(top level)"
         raise ConfigError(_short_message(err), where=f"config key '{key}'")
     _check_semantics(config)
     return config
@@ -79,6 +95,26 @@ def load_config(path: str | Path = REPO_ROOT / "config.yaml", overrides: Mapping
     if overrides:
         raw = deep_merge(raw, overrides)
     return validate_config(resolve_preset(raw))
+
+
+def config_key(path) -> str:
+    """A path into the config as users and the stages write it: ``data.ingest.ratings[0].layout``."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def check_renamed_keys(config: Mapping[str, Any]) -> None:
+    """Refuse a setting under its old name with one line naming the new one."""
+    for old, new in RENAMED_KEYS.items():
+        node: Any = config
+        for part in old.split("."):
+            node = node.get(part) if isinstance(node, Mapping) else None
+            if node is None:
+                break
+        else:
+            raise ConfigError(f"renamed to '{new}' (one spelling per setting in every stage)", where=f"config key '{old}'")
 
 
 def _short_message(err) -> str:
@@ -126,15 +162,21 @@ def with_defaults(section: str, values: Mapping[str, Any] | None, schema_path: P
     schema = _load_schema(schema_path)
     if section not in schema["properties"]:
         raise KeyError(f"the config schema has no section {section!r}")
+    check_renamed_keys({section: values or {}})
     sub = {**schema["properties"][section], "$defs": schema.get("$defs", {})}
     out = copy.deepcopy(dict(values or {}))
     validator_cls = _validator_with_defaults(jsonschema.Draft202012Validator)
     errors = sorted(validator_cls(sub).iter_errors(out), key=lambda e: list(e.absolute_path))
     if errors:
         err = errors[0]
-        key = ".".join([section, *(str(p) for p in err.absolute_path)])
+        key = config_key([section, *err.absolute_path])
         raise ConfigError(_short_message(err), where=f"config key '{key}'")
     return out
+
+
+def sections_with_defaults(params: Mapping[str, Any], *sections: str) -> dict[str, Any]:
+    """The ``--params`` a stage received with each named section passed through :func:`with_defaults`."""
+    return {**params, **{name: with_defaults(name, params.get(name)) for name in sections}}
 
 
 def _load_schema(schema_path: Path = SCHEMA_PATH) -> dict[str, Any]:

@@ -86,7 +86,7 @@ def test_ids_derived_from_text_are_stable_and_link_ratings(tmp_path, capsys):
         code, err, out = run_ingest(d, write_raw(d, {"reapp.csv": shuffled, "ratings.csv": ratings}), cfg, capsys)
         assert code == 0, err
         tables.append({n: pd.read_parquet(out / f"{n}.parquet") for n in ("reappraisals", "ratings")})
-    key = lambda df: df.sort_values("reappraisal_id").reset_index(drop=True)  # noqa: E731
+    key = lambda df: df.sort_values("reappraisal_id").reset_index(drop=True)
     pd.testing.assert_frame_equal(key(tables[0]["reappraisals"]), key(tables[1]["reappraisals"]))
     ids = tables[0]["reappraisals"].set_index("text")["reappraisal_id"]
     assert ids["Maybe your friend was distracted."] == hashed_id(["Maybe your friend was distracted."], "r_")
@@ -133,9 +133,9 @@ def test_users_own_preset_validates_without_editing_the_schema():
 
 
 def test_schema_refuses_a_malformed_mapping_naming_the_key():
-    with pytest.raises(ConfigError, match=r"config key 'data.ingest.ratings.0.layout'"):
+    with pytest.raises(ConfigError, match=r"config key 'data.ingest.ratings\[0\].layout'"):
         load_config(overrides={"presets": {"demo": {"data": {"ingest": {"ratings": [{**_demo_rating_source(), "layout": "diagonal"}]}}}}})
-    with pytest.raises(ConfigError, match=r"config key 'data.ingest.ratings.0.filters.0'"):
+    with pytest.raises(ConfigError, match=r"config key 'data.ingest.ratings\[0\].filters\[0\]'"):
         load_config(overrides={"presets": {"demo": {"data": {"ingest": {"ratings": [{**_demo_rating_source(), "filters": [{"column": "Finished"}]}]}}}}})
 
 

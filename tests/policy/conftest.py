@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from reappraisal.base_models.prompts import GRM_SYSTEM_PROMPT, GRM_USER_TEMPLATE
+from reappraisal.policy.committee import FormatGate
 from reappraisal.policy.prompts import SYSTEM_PROMPT, USER_TEMPLATE
 
 from .fakes import build_tiny_policy, make_targets, make_vignettes
@@ -34,7 +35,7 @@ def warm_policy(tmp_path_factory, tiny_policy, targets, vignettes) -> Path:
     from reappraisal.policy.warm_start_io import run_warm_start, warm_start_examples
 
     out = tmp_path_factory.mktemp("policy_warm") / "policy_warm"
-    examples = warm_start_examples(targets, vignettes, seed=0)
+    examples = warm_start_examples(targets, vignettes, seed=0, gate=FormatGate(2, -3.0))
     run_warm_start(tiny_policy, examples, out, steps=150, lr=3e-3, batch_size=16, max_length=256, seed=0)
     return out
 
@@ -73,7 +74,7 @@ def real_judges(tmp_path_factory) -> dict:
     corpus = list(t["targets"]["text"]) + list(t["vignettes"]["text"]) + [SYSTEM_PROMPT, USER_TEMPLATE] + [
         GRM_SYSTEM_PROMPT, GRM_USER_TEMPLATE, "ANSWER: A", "ANSWER: B"] + list(make_targets()["text"])
     grm_base = save_tiny_model(root / "grm_base", train_tokenizer(corpus, vocab_size=600), seed=3)
-    grm_cfg = tiny_cfg(sft={"epochs": 4}, grpo={"steps": 0})
+    grm_cfg = tiny_cfg(sft={"num_train_epochs": 4}, grpo={"max_steps": 0})
     train_grm(str(grm_base), t["pairs"], t["targets"], t["vignettes"], cfg=grm_cfg, data_cfg=DATA_CFG, seed=7,
               out_dir=root / "grm", sft_out_dir=root / "grm_sft")
     return {"rm_dirs": rm_dirs, "grm_dir": root / "grm", "reward": rm_section, "grm": grm_cfg}

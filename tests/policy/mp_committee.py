@@ -24,12 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from accelerate import PartialState  # noqa: E402
-from accelerate.utils import gather_object  # noqa: E402
+from accelerate import PartialState
+from accelerate.utils import gather_object
 
-from fakes import FakeGRM, FakeRM, make_vignettes  # noqa: E402
-from reappraisal.policy.committee import CommitteeWeights, FormatGate  # noqa: E402
-from reappraisal.policy.reward_adapter import CommitteeReward  # noqa: E402
+from fakes import FakeGRM, FakeRM, make_vignettes
+from reappraisal.policy.committee import CommitteeWeights, FormatGate
+from reappraisal.policy.reward_adapter import CommitteeReward
 
 G = 4
 

@@ -22,7 +22,7 @@ def test_adapter_scores_passing_answers_once_per_judge_and_logs():
     vids, scen, comps, answers = _batch()
     rm, grm = FakeRM(), FakeGRM()
     logged = {}
-    reward = CommitteeReward(weights=CommitteeWeights(), gate=FormatGate(2, -3.0), num_generations=G, rm_scorer=rm, grm_scorer=grm)
+    reward = CommitteeReward(weights=CommitteeWeights(0.5, 0.5, 0.5), gate=FormatGate(2, -3.0), num_generations=G, rm_scorer=rm, grm_scorer=grm)
     out = reward(prompts=[None] * 8, completions=comps, vignette_id=vids, scenario=scen,
                  log_metric=lambda k, v: logged.__setitem__(k, v), trainer_state=None)
     assert rm.calls == [6] and grm.calls == [6]  # one batched call each, passing answers only
@@ -34,7 +34,7 @@ def test_adapter_scores_passing_answers_once_per_judge_and_logs():
     idx = [i for i in range(8) if passed[i]]
     rm_s[idx] = FakeRM().score([scen[i] for i in idx], [answers[i] for i in idx])
     grm_s[idx] = FakeGRM().score([vids[i] for i in idx], [scen[i] for i in idx], [answers[i] for i in idx])
-    ref = committee_rewards(vids, passed, rm_s, grm_s, group_size=G, weights=CommitteeWeights(), penalty=-3.0)
+    ref = committee_rewards(vids, passed, rm_s, grm_s, group_size=G, weights=CommitteeWeights(0.5, 0.5, 0.5), penalty=-3.0)
     assert out == pytest.approx(ref.rewards.tolist())
     assert logged["committee/gate_pass_rate"] == pytest.approx(6 / 8)
     assert logged["committee/gate_empty_rate"] == pytest.approx(1 / 8)
@@ -46,20 +46,20 @@ def test_adapter_scores_passing_answers_once_per_judge_and_logs():
 def test_rm_only_never_calls_the_grm():
     vids, scen, comps, _ = _batch()
     rm = FakeRM()
-    reward = CommitteeReward(weights=CommitteeWeights(1.0, 0.0), gate=FormatGate(), num_generations=G, rm_scorer=rm, grm_scorer=None)
+    reward = CommitteeReward(weights=CommitteeWeights(1.0, 0.0, 0.5), gate=FormatGate(), num_generations=G, rm_scorer=rm, grm_scorer=None)
     out = reward(prompts=[None] * 8, completions=comps, vignette_id=vids, scenario=scen)
     assert len(out) == 8 and rm.calls == [6]
 
 
 def test_conversational_completions_are_read():
-    reward = CommitteeReward(weights=CommitteeWeights(1.0, 0.0), gate=FormatGate(), num_generations=2, rm_scorer=FakeRM())
+    reward = CommitteeReward(weights=CommitteeWeights(1.0, 0.0, 0.5), gate=FormatGate(), num_generations=2, rm_scorer=FakeRM())
     comps = [[{"role": "assistant", "content": "t</think>Maybe they forgot."}], [{"role": "assistant", "content": "no close"}]]
     assert reward(prompts=[None] * 2, completions=comps, vignette_id=["v", "v"], scenario=["s", "s"])[1] == -3.0
 
 
 def test_partial_groups_are_refused():
     vids, scen, comps, _ = _batch()
-    reward = CommitteeReward(weights=CommitteeWeights(), gate=FormatGate(), num_generations=G, rm_scorer=FakeRM(), grm_scorer=FakeGRM())
+    reward = CommitteeReward(weights=CommitteeWeights(0.5, 0.5, 0.5), gate=FormatGate(), num_generations=G, rm_scorer=FakeRM(), grm_scorer=FakeGRM())
     with pytest.raises(ValueError, match="whole groups"):
         reward(prompts=[None] * 6, completions=comps[:6], vignette_id=vids[:6], scenario=scen[:6])
 
@@ -75,7 +75,7 @@ def test_simulated_two_processes_match_one():
     comps = [f"t</think>{a}" for a in answers]
 
     def adapter(**kw):
-        return CommitteeReward(weights=CommitteeWeights(), gate=FormatGate(), num_generations=G,
+        return CommitteeReward(weights=CommitteeWeights(0.5, 0.5, 0.5), gate=FormatGate(), num_generations=G,
                                rm_scorer=FakeRM(), grm_scorer=FakeGRM(), **kw)
 
     ref = adapter()(prompts=[None] * 12, completions=comps, vignette_id=vids, scenario=scen)

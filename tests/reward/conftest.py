@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .toy import DIMS, make_toy_tables  # noqa: F401  (DIMS re-exported for the tests)
+from .toy import DIMS, make_toy_tables
 
 
 @pytest.fixture(scope="session")

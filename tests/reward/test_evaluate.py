@@ -23,7 +23,7 @@ def test_figures_per_seed_and_ensemble(trained_seeds, toy_tables):
     targets, vignettes, pairs = toy_tables
     m = _eval(dirs, targets, vignettes, pairs)
     assert list(m["per_seed"]) == ["seed0", "seed1"]
-    for (name, s), summary in zip(m["per_seed"].items(), summaries):
+    for s, summary in zip(m["per_seed"].values(), summaries):
         # the evaluation re-scores the saved seed: same number as its model card
         assert s["pairwise"]["accuracy"] == pytest.approx(summary["validation"]["pairwise"]["accuracy"])
     assert m["mean_of_seeds_pairwise_accuracy"] == pytest.approx(np.mean([s["pairwise"]["accuracy"] for s in m["per_seed"].values()]))

@@ -39,7 +39,7 @@ def test_clustered_interval_is_wider_when_scenarios_differ():
         }
     )
     result = pairwise_accuracy(pairs)
-    width = lambda ci: ci["high"] - ci["low"]  # noqa: E731
+    width = lambda ci: ci["high"] - ci["low"]
     assert width(result["ci_cluster_t"]) > 1.5 * width(result["ci_iid_wilson"])
 
 

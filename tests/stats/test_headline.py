@@ -20,7 +20,7 @@ def logit_jackknife_by_hand(means, n, confidence=0.95):
     """Reference: loop over left-out scenarios, Tukey pseudo-values of logit(mean)."""
     g = len(means)
     eps = 0.5 / n
-    lg = lambda p: np.log(np.clip(p, eps, 1 - eps) / (1 - np.clip(p, eps, 1 - eps)))  # noqa: E731
+    lg = lambda p: np.log(np.clip(p, eps, 1 - eps) / (1 - np.clip(p, eps, 1 - eps)))
     pseudo = [g * lg(np.mean(means)) - (g - 1) * lg(np.mean(np.delete(means, i))) for i in range(g)]
     centre, se = np.mean(pseudo), np.std(pseudo, ddof=1) / np.sqrt(g)
     t = stats.t.ppf(0.5 + confidence / 2, g - 1)
@@ -84,13 +84,13 @@ def test_every_interval_in_the_row_estimates_one_quantity(scores, row):
     n = int(scores["score"].notna().sum())
     g = len(means)
     half = stats.t.ppf(0.975, g - 1) * means.std(ddof=1) / np.sqrt(g)
-    pair = lambda ci: (row[ci]["low"], row[ci]["high"])  # noqa: E731
+    pair = lambda ci: (row[ci]["low"], row[ci]["high"])
     assert pair("ci_cluster_t") == pytest.approx((means.mean() - half, means.mean() + half), abs=1e-12)
     assert pair("ci_logit_jackknife") == pytest.approx(logit_jackknife_by_hand(means, n), abs=1e-12)
     assert pair("ci_iid_wilson") == pytest.approx(proportion_confint(means.mean() * n, n, method="wilson"), abs=1e-12)
     assert pair("ci_percentile_bootstrap") == pytest.approx(percentile_by_brute_force(means), abs=1e-12)
     # clustering costs width: the honest interval is wider than the iid one
-    width = lambda ci: ci["high"] - ci["low"]  # noqa: E731
+    width = lambda ci: ci["high"] - ci["low"]
     assert width(row["ci_logit_jackknife"]) > width(row["ci_iid_wilson"])
 
 
@@ -113,7 +113,7 @@ def test_scenario_run_and_bar_summaries(scores, row):
 def test_scenario_column_is_passed_on_to_every_summary(scores):
     contests = score_contests(judgments_from_scores(scores)).rename(columns={"vignette_id": "scenario"})
     contests["vignette_id"] = "one-label-for-all"  # a stale column must not be used
-    row = headline_row(contests, scenario="scenario")
+    row = headline_row(contests, bar=0.608, scenario="scenario")
     assert row["n_scenarios"] == 6
     assert all(r["n_scenarios"] == 6 for r in row["per_run"])
     assert row["run_effect"]["n_scenarios"] == 6
@@ -142,14 +142,14 @@ def test_row_is_strict_json(row):
 
 def test_single_run_reports_why_the_run_effect_is_missing():
     scores = _scores(n_runs=1, n_errors=0)
-    row = headline_row(score_contests(judgments_from_scores(scores)))
+    row = headline_row(score_contests(judgments_from_scores(scores)), bar=0.608)
     assert row["run_effect"]["p_value"] is None and "1 run" in row["run_effect"]["note"]
 
 
 def test_many_scenarios_use_monte_carlo_bootstrap_reproducibly():
     contests = score_contests(judgments_from_scores(_scores(n_scenarios=12, n_runs=1, per_cell=10)))
-    a = headline_row(contests, n_boot=20_000, seed=1)
-    b = headline_row(contests, n_boot=20_000, seed=1)
+    a = headline_row(contests, n_boot=20_000, seed=1, bar=0.608)
+    b = headline_row(contests, n_boot=20_000, seed=1, bar=0.608)
     assert a["ci_percentile_bootstrap"] == b["ci_percentile_bootstrap"]
     assert a["sign_flip_vs_bar"]["n_patterns"] == 2**12
 
@@ -157,12 +157,12 @@ def test_many_scenarios_use_monte_carlo_bootstrap_reproducibly():
 def test_headline_refuses_unusable_tables(scores):
     contests = score_contests(judgments_from_scores(scores))
     with pytest.raises(ValueError, match="one model"):
-        headline_row(pd.concat([contests, contests.assign(model="other")]))
+        headline_row(pd.concat([contests, contests.assign(model="other")]), bar=0.608)
     with pytest.raises(ValueError, match="at least 2 scenarios"):
-        headline_row(contests[contests["vignette_id"] == "v0"])
+        headline_row(contests[contests["vignette_id"] == "v0"], bar=0.608)
     with pytest.raises(ValueError, match="empty"):
-        headline_row(contests.iloc[:0])
+        headline_row(contests.iloc[:0], bar=0.608)
     with pytest.raises(ValueError, match="error verdicts"):
-        headline_row(contests[contests["error"]])
+        headline_row(contests[contests["error"]], bar=0.608)
     with pytest.raises(ValueError, match="error=True"):
-        headline_row(contests.assign(error=False))
+        headline_row(contests.assign(error=False), bar=0.608)

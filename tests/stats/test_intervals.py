@@ -91,7 +91,7 @@ def test_interval_functions_refuse_impossible_rates(means, message):
         with pytest.raises(ValueError, match=message):
             method(means)
     with pytest.raises(ValueError, match="finite|NaN"):
-        sign_flip_test([0.5, np.inf, 0.6])
+        sign_flip_test([0.5, np.inf, 0.6], null=0.5)
     with pytest.raises(ValueError, match="finite"):
         design_effect(np.array([0.5, np.inf, 1.0, 0.0]), np.array(list("aabb")))
     assert cluster_t_interval([-0.5, 0.2, 0.1], bounds=(-1, 1))  # differences may be negative
@@ -101,7 +101,7 @@ def test_logit_jackknife_equals_a_leave_one_out_loop_and_respects_the_bound():
     means = np.array([0.97, 0.99, 0.91, 1.0, 0.95, 0.98])
     n, g = 720, 6
     eps = 0.5 / n
-    logit = lambda p: np.log(min(max(p, eps), 1 - eps) / (1 - min(max(p, eps), 1 - eps)))  # noqa: E731
+    logit = lambda p: np.log(min(max(p, eps), 1 - eps) / (1 - min(max(p, eps), 1 - eps)))
     pseudo = [g * logit(means.mean()) - (g - 1) * logit(np.delete(means, i).mean()) for i in range(g)]
     half = stats.t.ppf(0.975, g - 1) * np.std(pseudo, ddof=1) / np.sqrt(g)
     expected = [1 / (1 + np.exp(-(np.mean(pseudo) + sign * half))) for sign in (-1, 1)]

@@ -41,8 +41,8 @@ def test_exact_ties_in_the_statistic_are_counted_as_extreme():
     # 0.708 - 0.608 etc. must not lose them
     exact = brute_force_p(["0.708", "0.508", "0.808"], "0.608")
     assert exact == Fraction(6, 8)
-    assert sign_flip_test([0.708, 0.508, 0.808]).n_extreme == 6
-    assert sign_flip_test([0.608] * 4).p_value == 1.0
+    assert sign_flip_test([0.708, 0.508, 0.808], null=0.608).n_extreme == 6
+    assert sign_flip_test([0.608] * 4, null=0.608).p_value == 1.0
 
 
 def test_p_value_is_in_units_of_one_over_2_to_the_g():
@@ -65,7 +65,7 @@ def test_monte_carlo_above_16_scenarios_approximates_exact_p():
     half = sign_matrix(9)
     sums = (half @ d[:9])[:, None] + (half @ d[9:])[None, :]
     exact = np.mean(np.abs(sums) >= abs(d.sum()) - 1e-12)
-    result = sign_flip_test(means, n_draws=100_000, seed=1)
+    result = sign_flip_test(means, null=0.608, n_draws=100_000, seed=1)
     assert not result.exact
     assert result.p_value == pytest.approx(exact, abs=5 * np.sqrt(exact * (1 - exact) / 100_000))
 
@@ -73,4 +73,4 @@ def test_monte_carlo_above_16_scenarios_approximates_exact_p():
 @pytest.mark.parametrize("means", [[], [0.5, np.nan]])
 def test_sign_flip_rejects_empty_or_nan(means):
     with pytest.raises(ValueError):
-        sign_flip_test(means)
+        sign_flip_test(means, null=0.608)

@@ -112,7 +112,7 @@ def get_bundled_files():
         return []
     from reappraisal.data.fetch_io import bundled_files
 
-    return [str(p) for p in bundled_files(Path(config["data"].get("bundled_dir", "data/demo")))]
+    return [str(p) for p in bundled_files(Path(config["data"]["bundled_dir"]))]
 
 
 # -------------------------------------------------------------------- reward

@@ -30,7 +30,9 @@ from typing import Any, Mapping, Sequence
 
 from reappraisal.atomic import atomic_dir, write_json
 from reappraisal.params import parse_params
+from reappraisal.config import with_defaults
 from reappraisal.errors import ConfigError, DataValidationError, PipelineInputError
+from reappraisal.file_hashes import sha256_file
 from reappraisal.input_tables import read_table
 
 from .prompts import template_texts
@@ -117,10 +119,6 @@ def _count_parameters(config) -> int:
     return int(sum(p.numel() for p in model.parameters()))
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def build_tiny_roles(
     role_dirs: Mapping[str, str | Path],
     texts: Sequence[str],
@@ -145,7 +143,7 @@ def build_tiny_roles(
             tmp.chmod(0o755)  # mkdtemp makes it 0700
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
-            config_sha = _sha256(tmp / "config.json")
+            config_sha = sha256_file(tmp / "config.json")
         entries[role] = {
             "location": str(out),
             "hub_id": None,
@@ -213,10 +211,8 @@ def prepare_base_models(
     global_seed: int = 0,
 ) -> dict:
     """Build (``source: tiny``) or verify (``source: pretrained``) every role; return the manifest."""
-    source = models_cfg.get("source")
-    missing_roles = [r for r in ROLES if f"{r}_base" not in models_cfg]
-    if missing_roles:
-        raise ConfigError(f"no base model configured for role(s) {missing_roles}", where="config key 'base_models'")
+    models_cfg = with_defaults("base_models", models_cfg)
+    source = models_cfg["source"]
     if source == "tiny":
         for role, out in role_dirs.items():
             configured = Path(str(models_cfg[f"{role}_base"]))
@@ -228,7 +224,7 @@ def prepare_base_models(
                 )
         if targets is None or vignettes is None:
             raise PipelineInputError("the tiny models need targets and vignettes to train a tokenizer", where="prepare_base_models")
-        tiny = dict(models_cfg.get("tiny") or {})
+        tiny = dict(models_cfg["tiny"])
         seeds = {r: int(global_seed) + int((tiny.get("seeds") or {}).get(r, i + 1)) for i, r in enumerate(ROLES)}
         if len(set(seeds.values())) != len(seeds):
             raise ConfigError(f"roles must have distinct seeds, got {seeds}", where="config key 'base_models.tiny.seeds'")
@@ -237,10 +233,10 @@ def prepare_base_models(
         overrides = tiny.get("role_overrides") or {}
         arch = {r: TinyArchitecture(**{**shared, **(overrides.get(r) or {})}) for r in role_dirs}
         texts = tokenizer_corpus(targets, vignettes)
-        roles = build_tiny_roles(role_dirs, texts, arch=arch, vocab_size=int(tiny.get("vocab_size", 2048)), seeds=seeds)
+        roles = build_tiny_roles(role_dirs, texts, arch=arch, vocab_size=int(tiny["vocab_size"]), seeds=seeds)
         corpus = {"n_texts": len(texts), "sha256": hashlib.sha256("\n\x00".join(texts).encode()).hexdigest()}
     elif source == "pretrained":
-        expected = models_cfg.get("expected_model_type") or {}
+        expected = models_cfg["expected_model_type"]
         roles = {}
         for role, out in role_dirs.items():
             entry = verify_pretrained(role, str(models_cfg[f"{role}_base"]), expected.get(role))
@@ -277,7 +273,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
                 raise PipelineInputError("the tiny source needs this input table", where=name)
         targets, vignettes = read_table(a.targets), read_table(a.vignettes)
     role_dirs = {r: Path(a.out_root) / r for r in ROLES}
-    manifest = prepare_base_models(models_cfg, role_dirs, targets=targets, vignettes=vignettes, global_seed=int(params.get("seed", 0)))
+    manifest = prepare_base_models(models_cfg, role_dirs, targets=targets, vignettes=vignettes, global_seed=int(params["seed"]))
     manifest["preset"] = params.get("preset")
     write_json(manifest, a.manifest)
     for role, e in manifest["roles"].items():

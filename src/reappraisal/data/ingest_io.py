@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..atomic import atomic_path
 from ..errors import ConfigError, DataValidationError
+from ..config import with_defaults
 from ..params import parse_params
 from .mapping import SourceView, collapse_distinct
 from .reshape import check_rating_source, reshape_ratings
@@ -74,9 +75,9 @@ def ingest_vignettes(raw_dir: Path, sources, counts: list[dict]) -> pd.DataFrame
         for view in views:
             part = _fields(source, view, key, "vignette_id")
             if "pool" not in part.columns:
-                part["pool"] = source.get("pool", "train")
+                part["pool"] = source["pool"]
             if "emotion" not in part.columns:
-                part["emotion"] = source.get("emotion", "")
+                part["emotion"] = source["emotion"]
             parts.append(part)
             counts.append(view.counts)
         frames += _collapse(source, parts, "vignette_id", "scenario")
@@ -101,7 +102,7 @@ def ingest_reappraisals(raw_dir: Path, sources, counts: list[dict]) -> pd.DataFr
             else:
                 part["author_type"] = source["author_type"]
             if "study" not in part.columns:
-                part["study"] = source.get("study", "")
+                part["study"] = source["study"]
             parts.append(part)
             counts.append(view.counts)
         frames += _collapse(source, parts, "reappraisal_id", "reappraisal")
@@ -180,7 +181,8 @@ def ingest_with_counts(raw_dir: str | Path, data_cfg: Mapping[str, Any]) -> tupl
     raw_dir = Path(raw_dir)
     if not raw_dir.is_dir():
         raise DataValidationError("raw data folder does not exist (run fetch_data first)", where=str(raw_dir))
-    mapping = data_cfg.get("ingest") or {}
+    data_cfg = with_defaults("data", data_cfg)
+    mapping = data_cfg["ingest"]
     counts: dict[str, list[dict]] = {"vignettes": [], "reappraisals": [], "ratings": []}
     vignettes = ingest_vignettes(raw_dir, mapping.get("vignettes"), counts["vignettes"])
     reappraisals = ingest_reappraisals(raw_dir, mapping.get("reappraisals"), counts["reappraisals"])

@@ -42,7 +42,7 @@ class SourceView:
         self.raw = raw
         self.source = source
         self.key = key
-        self.missing = {as_text(v) for v in source.get("missing_values", [])}
+        self.missing = {as_text(v) for v in source["missing_values"]}
         self.counts: dict[str, Any] = {"key": key, "file": raw.path, "rows_read": len(raw.frame)}
         self.frame = self._filtered(raw.frame)
         self.counts["rows_kept_by_filters"] = len(self.frame)
@@ -55,7 +55,7 @@ class SourceView:
 
     def _filtered(self, frame: pd.DataFrame) -> pd.DataFrame:
         keep = pd.Series(True, index=frame.index)
-        for i, flt in enumerate(self.source.get("filters", [])):
+        for i, flt in enumerate(self.source["filters"]):
             fkey = f"{self.key}.filters[{i}]"
             ops = [op for op in FILTER_OPS if op in flt]
             if "column" not in flt or len(ops) != 1:

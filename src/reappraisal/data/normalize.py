@@ -38,7 +38,7 @@ def zscore_ratings(
 
     too_few = df["_n"] < min_ratings_per_rater
     zero_var = ~too_few & (df["_sd"] <= ZERO_VARIANCE_TOL)
-    cells = lambda mask: df.loc[mask, GROUP].drop_duplicates()  # noqa: E731
+    cells = lambda mask: df.loc[mask, GROUP].drop_duplicates()
 
     summary: dict[str, Any] = {
         "n_ratings_in": int(len(df)),

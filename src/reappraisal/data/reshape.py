@@ -39,7 +39,7 @@ LONG_COLUMNS = ["study", "rater_id", "reappraisal_id", "dimension", "rating", "_
 
 def check_rating_source(source: Mapping[str, Any], key: str, dimensions: Sequence[str]) -> str:
     """Refuse a rating source whose declaration cannot be read unambiguously; return its layout."""
-    layout = source.get("layout", "wide")
+    layout = source["layout"]
     if layout not in LAYOUTS:
         raise ConfigError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}", where=f"config key '{key}.layout'")
     columns = source.get("columns") or {}

@@ -25,8 +25,6 @@ import pandas as pd
 
 from ..errors import ConfigError, DataValidationError
 
-#: Default bound on one field; a longer one is refused (and names the key to raise it).
-MAX_FIELD_CHARS = 1 << 20
 #: Delimiters suggested when a header has a single field.
 _OTHER_DELIMITERS = (";", "\t", "|", ",")
 HEADER_LINE = 1
@@ -63,7 +61,7 @@ class RawTable:
 
 def check_reader_options(source: Mapping[str, Any], key: str) -> None:
     """Refuse reader options the schema cannot check (an unknown encoding, a bad delimiter)."""
-    encoding = source.get("encoding", "utf-8")
+    encoding = source["encoding"]
     try:
         codecs.lookup(encoding)
     except LookupError:
@@ -76,7 +74,7 @@ def check_reader_options(source: Mapping[str, Any], key: str) -> None:
 def read_source_file(path: Path, source: Mapping[str, Any], raw_dir: Path, key: str) -> RawTable:
     """Read one raw file as declared by ``source`` (config key ``key``)."""
     rel = str(path.relative_to(raw_dir)) if path.is_relative_to(raw_dir) else str(path)
-    fmt = source.get("format", "csv")
+    fmt = source["format"]
     check_reader_options(source, key)
     if fmt == "parquet":
         return _read_parquet(path, rel)
@@ -110,14 +108,14 @@ def _decode(data: bytes, encoding: str, rel: str, key: str) -> str:
 
 
 def _read_delimited(path: Path, rel: str, source: Mapping[str, Any], key: str) -> RawTable:
-    fmt = source.get("format", "csv")
+    fmt = source["format"]
     delimiter = source.get("delimiter") or ("\t" if fmt == "tsv" else ",")
-    max_chars = int(source.get("max_field_chars", MAX_FIELD_CHARS))
-    skip = int(source.get("skip_rows_after_header", 0))
+    max_chars = int(source["max_field_chars"])
+    skip = int(source["skip_rows_after_header"])
     data = path.read_bytes()
     if not data.strip():
         raise DataValidationError("file is empty", where=rel)
-    text = _decode(data, source.get("encoding", "utf-8"), rel, key)
+    text = _decode(data, source["encoding"], rel, key)
 
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     records: list[list[str]] = []

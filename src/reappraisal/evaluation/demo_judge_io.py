@@ -116,9 +116,9 @@ def train_demo_judge(base_dir: str, targets: pd.DataFrame, vignettes: pd.DataFra
     args = SFTConfig(
         **checkpointing_args(work.path, seed=seed, save_steps=int(cfg["save_steps"]), save_total_limit=2, bf16=bf16,
                              use_cpu=not gpu, activation_checkpointing=False),
-        num_train_epochs=float(cfg["epochs"]),
+        num_train_epochs=float(cfg["num_train_epochs"]),
         learning_rate=float(cfg["learning_rate"]),
-        per_device_train_batch_size=int(cfg["batch_size"]),
+        per_device_train_batch_size=int(cfg["per_device_train_batch_size"]),
         max_length=int(cfg["max_length"]),
         lr_scheduler_type="linear",
         logging_steps=10,

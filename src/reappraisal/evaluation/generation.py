@@ -37,8 +37,8 @@ class Completion:
 @dataclass(frozen=True)
 class Decoding:
     max_new_tokens: int
-    temperature: float = 0.0
-    top_p: float = 1.0
+    temperature: float
+    top_p: float
 
     @property
     def sample(self) -> bool:
@@ -46,7 +46,8 @@ class Decoding:
 
     @classmethod
     def from_mapping(cls, cfg: Mapping) -> "Decoding":
-        return cls(int(cfg["max_new_tokens"]), float(cfg.get("temperature", 0.0)), float(cfg.get("top_p", 1.0)))
+        """Decoding settings of a validated section (the config's ``evaluation.generation`` or a judge's ``decoding``)."""
+        return cls(int(cfg["max_new_tokens"]), float(cfg["temperature"]), float(cfg["top_p"]))
 
 
 def render_prompts(tokenizer, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str]:

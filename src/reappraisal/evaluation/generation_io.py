@@ -64,7 +64,7 @@ def generate_answers(system: str, run: int, model_dir: str, vignettes: pd.DataFr
     gen = ev["generation"]
     requests = requests_for(vignettes, system_pools(params, system), ev["answers_per_scenario"])
     seed = derived_seed(params["seed"], "generate", system, run)
-    decoding = Decoding(int(gen["max_new_tokens"]), float(gen["temperature"]), float(gen["top_p"]))
+    decoding = Decoding.from_mapping(gen)
     conversations = [build_messages(s) for s in requests["scenario"]]
     if gen["backend"] == "vllm":
         completions = generate_vllm(model_dir, conversations, decoding, seed=seed, engine_kwargs=gen.get("vllm"))

@@ -26,7 +26,6 @@ from itertools import combinations
 
 import pandas as pd
 
-HALVES = ("judge_train", "calibration")
 PAIR_COLUMNS = ["pair_id", "vignette_id", "half", "first_id", "second_id", "first", "second", "z_first", "z_second",
                 "margin"]
 

@@ -23,6 +23,7 @@ import pandas as pd
 from ..atomic import write_parquet
 from ..errors import PipelineInputError
 from ..params import parse_params
+from ..config import sections_with_defaults
 from ..input_tables import read_table
 from ..training import set_cpu_threads
 from ..stats import pair_orders, score_contests
@@ -124,8 +125,8 @@ def judge_run(run: int, contests: pd.DataFrame, scenarios: dict[str, str], param
         frames.append(table)
     if len(ev["judges"]) > 1:
         frames.append(consensus(pd.concat(frames, ignore_index=True), ev["judges"]))
-    rp = ev.get("reward_path", {})
-    if rp.get("enabled", True) and (rm_dirs or grm_dir):
+    rp = ev["reward_path"]
+    if rp["enabled"] and (rm_dirs or grm_dir):
         chosen = rp.get("opponents") or [ev["headline_opponent"]]
         part = contests[contests["opponent"].isin(chosen)].reset_index(drop=True)
         if rm_dirs:
@@ -153,8 +154,8 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rm-dirs", nargs="*", default=[])
     ap.add_argument("--grm-dir", default=None)
     args = ap.parse_args(argv)
-    params = parse_params(args.params)
-    set_cpu_threads(params["evaluation"].get("cpu_threads"))
+    params = sections_with_defaults(parse_params(args.params), "evaluation", "reward", "grm")
+    set_cpu_threads(params["evaluation"]["cpu_threads"])
     run = int(args.run)
     check_calibrated(params["evaluation"]["judges"], json.loads(Path(args.calibration).read_text()))
     vignettes = read_table(args.vignettes)

@@ -18,7 +18,7 @@ POOLS = ("train", "ood")
 def evaluated_arms(config: Mapping[str, Any]) -> list[str]:
     """The arms the evaluation covers (config ``evaluation.arms``, default every arm)."""
     arms = sorted(parse_arms(config["policy"]))
-    chosen = config.get("evaluation", {}).get("arms")
+    chosen = config["evaluation"].get("arms")
     if chosen is None:
         return arms
     unknown = [a for a in chosen if a not in arms]
@@ -28,7 +28,7 @@ def evaluated_arms(config: Mapping[str, Any]) -> list[str]:
 
 
 def opponents(config: Mapping[str, Any]) -> dict[str, Opponent]:
-    return parse_opponents(config.get("evaluation", {}), evaluated_arms(config))
+    return parse_opponents(config["evaluation"], evaluated_arms(config))
 
 
 def systems(config: Mapping[str, Any]) -> list[str]:

@@ -30,6 +30,8 @@ import pandas as pd
 
 from reappraisal.atomic import write_json, write_parquet
 from reappraisal.params import parse_params
+from reappraisal.json_values import json_ready
+from reappraisal.config import with_defaults
 from reappraisal.errors import PipelineInputError
 from reappraisal.input_tables import read_table
 from reappraisal.training import set_cpu_threads
@@ -174,6 +176,7 @@ def evaluate_grm(
     logprob_model: str | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """Ask each model (name -> dir) about the held-out pairs; return (metrics, raw verdicts)."""
+    cfg = with_defaults("grm", cfg)
     delta = float(cfg["delta"])
     heldout = select_pairs(pairs, split="val", delta=delta)
     cap = cfg.get("eval_max_pairs")
@@ -196,7 +199,7 @@ def evaluate_grm(
     }
     raw = []
     for name, path, mode in runs:
-        engine = cfg.get("engine", "hf") if mode == "generate" else "hf"
+        engine = cfg["engine"] if mode == "generate" else "hf"
         judge = PairwiseModel.from_dir(path, max_new_tokens=int(cfg["max_new_tokens"]), batch_size=int(cfg["batch_size"]),
                                mode=mode, engine=engine)
         judged = judged_items(judge, items, scenarios)
@@ -216,19 +219,6 @@ def evaluate_grm(
     return result, pd.concat(raw, ignore_index=True)
 
 
-def finite_or_none(obj: Any) -> Any:
-    """``obj`` with NaN/inf floats replaced by None, so the JSON is strict (no ``NaN`` tokens)."""
-    if isinstance(obj, dict):
-        return {k: finite_or_none(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [finite_or_none(v) for v in obj]
-    if isinstance(obj, (float, np.floating)):
-        return float(obj) if np.isfinite(obj) else None
-    if isinstance(obj, np.integer):
-        return int(obj)
-    return obj
-
-
 def cli_main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="reappraisal evaluate-grm", description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True, help="final GRM directory")
@@ -240,20 +230,20 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--params", default=None, help="JSON with section grm, seed, preset")
     ns = ap.parse_args(argv)
     params = parse_params(ns.params)
-    cfg = params.get("grm")
-    if not cfg:
+    if not params.get("grm"):
         raise PipelineInputError("--params must carry the 'grm' section")
-    set_cpu_threads(cfg.get("cpu_threads"))
+    cfg = with_defaults("grm", params["grm"])
+    set_cpu_threads(cfg["cpu_threads"])
     models = {}
     if ns.sft_model:
         models["sft"] = ns.sft_model
     models["final"] = ns.model
     metrics, raw = evaluate_grm(
         models, read_table(ns.pairs), read_table(ns.vignettes), cfg=cfg,
-        seed=int(params.get("seed", 0)), preset=params.get("preset"),
-        logprob_model="final" if cfg.get("eval_logprob", True) else None,
+        seed=int(params["seed"]), preset=params.get("preset"),
+        logprob_model="final" if cfg["eval_logprob"] else None,
     )
-    write_json(finite_or_none(metrics), ns.out)
+    write_json(json_ready(metrics), ns.out)
     if ns.judgments_out:
         write_parquet(raw, ns.judgments_out)
     print(metrics["statement"])

@@ -147,9 +147,9 @@ def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *
     model = AutoModelForCausalLM.from_pretrained(base_model, dtype=getattr(torch, model_dtype(common["bf16"])))
     args = SFTConfig(
         **common,
-        num_train_epochs=float(sft["epochs"]),
+        num_train_epochs=float(sft["num_train_epochs"]),
         learning_rate=float(sft["learning_rate"]),
-        per_device_train_batch_size=int(sft["batch_size"]),
+        per_device_train_batch_size=int(sft["per_device_train_batch_size"]),
         max_length=int(sft["max_length"]),
         lr_scheduler_type="linear",
         warmup_steps=0,
@@ -186,7 +186,7 @@ def run_grpo(sft_dir: Path, items: pd.DataFrame, scenarios: Mapping[str, str], *
     n_gen = int(g["num_generations"])
     args = GRPOConfig(
         **common,
-        max_steps=int(g["steps"]),
+        max_steps=int(g["max_steps"]),
         per_device_train_batch_size=int(g["prompts_per_step"]) * n_gen,
         num_generations=n_gen,
         max_completion_length=int(g["max_completion_length"]),
@@ -269,13 +269,13 @@ def train_grm(
     t0 = time.monotonic()
     with atomic_dir(out_dir) as final_tmp, atomic_dir(sft_out_dir) as sft_tmp:
         shutil.copytree(sft_model, sft_tmp, dirs_exist_ok=True)
-        if int(cfg["grpo"]["steps"]) > 0:
+        if int(cfg["grpo"]["max_steps"]) > 0:
             grpo = run_grpo(sft_model, rl_items, scenarios, cfg=cfg, seed=seed, out_dir=final_tmp,
                             work=work.subdir("grpo"), callbacks=callbacks)
             summary["grpo"].update(log=grpo.log_history, global_step=grpo.global_step, resumed_from=grpo.resumed_from)
         else:
             summary["grpo"]["log"] = []
-            summary["grpo"]["skipped"] = "grm.grpo.steps = 0: the final model is the stage-1 model"
+            summary["grpo"]["skipped"] = "grm.grpo.max_steps = 0: the final model is the stage-1 model"
             shutil.copytree(sft_model, final_tmp, dirs_exist_ok=True)
         summary["grpo"]["seconds"] = round(time.monotonic() - t0, 2)
         summary["seconds"] = round(time.monotonic() - start, 2)
@@ -308,7 +308,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         read_table(ns.pairs),
         read_table(ns.targets),
         read_table(ns.vignettes),
-        cfg=cfg, data_cfg=data_cfg, seed=int(params.get("seed", 0)),
+        cfg=cfg, data_cfg=data_cfg, seed=int(params["seed"]),
         out_dir=ns.out, sft_out_dir=ns.sft_out, traces=traces,
     )
     print(f"train-grm: SFT on {summary['sft']['n_rows']} {summary['sft']['source']} traces "

@@ -48,7 +48,7 @@ def parse_arms(policy: Mapping[str, Any]) -> dict[str, ArmSpec]:
     arms = policy.get("arms") or {}
     if not arms:
         raise ConfigError("no arms declared", where="config key 'policy.arms'")
-    default_lam = float(policy.get("lam", 0.5))
+    default_lam = float(policy["lam"])
     out = {}
     for name, spec in arms.items():
         where = f"config key 'policy.arms.{name}'"
@@ -79,14 +79,6 @@ def arm_spec(policy: Mapping[str, Any], name: str) -> ArmSpec:
     if name not in arms:
         raise ConfigError(f"unknown arm {name!r} (declared: {', '.join(sorted(arms))})", where="config key 'policy.arms'")
     return arms[name]
-
-
-def trained_arms(policy: Mapping[str, Any]) -> list[str]:
-    return sorted(n for n, a in parse_arms(policy).items() if a.trained)
-
-
-def external_arms(policy: Mapping[str, Any]) -> list[str]:
-    return sorted(n for n, a in parse_arms(policy).items() if not a.trained)
 
 
 def wildcard_pattern(names: list[str]) -> str:

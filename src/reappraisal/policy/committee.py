@@ -38,9 +38,9 @@ ZERO_STD = 1e-6
 class CommitteeWeights:
     """Weights of the two judges and the disagreement guard λ of one arm."""
 
-    w_rm: float = 0.5
-    w_grm: float = 0.5
-    lam: float = 0.5
+    w_rm: float
+    w_grm: float
+    lam: float
 
     def __post_init__(self):
         if self.w_rm < 0 or self.w_grm < 0 or self.lam < 0:
@@ -79,10 +79,11 @@ class FormatGate:
 
     @classmethod
     def from_config(cls, section: Mapping[str, Any] | None) -> "FormatGate":
-        """The gate of a ``policy.format_gate`` config section (keys it leaves out: the defaults above, the schema's)."""
-        section = dict(section or {})
-        return cls(max_sentences=int(section.get("max_sentences", cls.max_sentences)),
-                   penalty=float(section.get("penalty", cls.penalty)))
+        """The gate of a ``policy.format_gate`` config section, the schema's defaults filled."""
+        from ..config import with_defaults
+
+        section = with_defaults("policy", {"format_gate": dict(section or {})})["format_gate"]
+        return cls(max_sentences=int(section["max_sentences"]), penalty=float(section["penalty"]))
 
     def check(self, answer: str) -> GateResult:
         n = count_sentences(answer)

@@ -63,16 +63,16 @@ def grpo_settings(policy: Mapping[str, Any], *, seed: int, output_dir: str | Pat
     The paper preset gives the model card's settings (lr 8e-6, β 0.04, 12
     generations, 500 steps, bf16); β must be > 0. ``bf16_capable`` lays the
     settings out for another machine (default: this one's GPU decides
-    whether ``precision: bf16`` is possible).
+    whether ``bf16: true`` is possible).
     """
     policy = with_defaults("policy", policy)
-    bf16 = use_bf16(policy["precision"], where="config key 'policy.precision'", capable=bf16_capable)
+    bf16 = use_bf16(policy["bf16"], where="config key 'policy.bf16'", capable=bf16_capable)
     vllm = policy["vllm"]
     kwargs: dict[str, Any] = dict(
         **checkpointing_args(output_dir, seed=seed, save_steps=policy["save_steps"],
                              save_total_limit=policy["save_total_limit"], bf16=bf16, use_cpu=policy["use_cpu"],
                              activation_checkpointing=policy["gradient_checkpointing"]),
-        learning_rate=float(policy["lr"]),
+        learning_rate=float(policy["learning_rate"]),
         beta=check_kl_beta(policy["beta"], where="config key 'policy.beta'"),
         num_generations=int(policy["num_generations"]),
         max_completion_length=int(policy["max_completion_length"]),
@@ -109,10 +109,11 @@ def check_batch_fits(policy: Mapping[str, Any], n_prompts: int, world_size: int)
     sampler drops incomplete batches, so a batch larger than the prompt set
     would never be drawn and training would silently do nothing.
     """
+    policy = with_defaults("policy", policy)
     g = int(policy["num_generations"])
-    per_gen = int(policy["per_device_train_batch_size"]) * world_size * int(policy.get("gradient_accumulation_steps", 1))
+    per_gen = int(policy["per_device_train_batch_size"]) * world_size * int(policy["gradient_accumulation_steps"])
     layout = (f"per_device_train_batch_size {policy['per_device_train_batch_size']} × {world_size} process(es) × "
-              f"gradient_accumulation_steps {policy.get('gradient_accumulation_steps', 1)} = {per_gen} completions")
+              f"gradient_accumulation_steps {policy['gradient_accumulation_steps']} = {per_gen} completions")
     if per_gen % g:
         raise ConfigError(
             f"{layout} is not a multiple of num_generations = {g}: the batch cannot hold whole prompt groups",
@@ -352,8 +353,8 @@ def cli_main(argv: Sequence[str]) -> int:
     health = train_policy(
         arm=arm, policy=policy, model_dir=args.model_dir, vignettes=vignettes, out_dir=args.out_dir,
         scorers=lambda device: build_scorers(judges, targets=targets, vignettes=vignettes, device=device),
-        seed=int(params.get("seed", 0)), judges_spec=judges, rewards_log=args.rewards_log,
-        preset=str(params.get("preset", "demo")), data_source=(params.get("data") or {}).get("source"),
+        seed=int(params["seed"]), judges_spec=judges, rewards_log=args.rewards_log,
+        preset=str(params["preset"]), data_source=(params.get("data") or {}).get("source"),
     )
     if health:
         print(json.dumps({"arm": arm.name, "verdict": health["verdict"], "failed": health["failed"]}))

@@ -37,7 +37,7 @@ THINKING_LINES = (
 )
 
 
-def warm_start_examples(targets, vignettes, *, seed: int, gate: FormatGate = FormatGate()) -> list[dict[str, str]]:
+def warm_start_examples(targets, vignettes, *, seed: int, gate: FormatGate) -> list[dict[str, str]]:
     """SFT examples (``scenario``, ``thinking``, ``answer``) from train-split human reappraisals.
 
     ``targets``/``vignettes`` follow the data contract; only vignettes of pool
@@ -107,7 +107,7 @@ def run_warm_start(
     losses = []
     t0 = time.perf_counter()
     order: list[int] = []
-    for step in range(steps):
+    for _ in range(steps):
         if len(order) < batch_size:
             order += rng.sample(range(len(encoded)), len(encoded))
         idx, order = order[:batch_size], order[batch_size:]
@@ -152,12 +152,12 @@ def cli_main(argv: Sequence[str]) -> int:
     policy = with_defaults("policy", params.get("policy"))
     set_cpu_threads(policy["cpu_threads"], use_cpu=policy["use_cpu"])
     ws = policy["warm_start"]
-    seed = int(params.get("seed", 0))
+    seed = int(params["seed"])
     examples = warm_start_examples(read_table(args.targets), read_table(args.vignettes), seed=seed,
                                    gate=FormatGate.from_config(policy["format_gate"]))
     summary = run_warm_start(
         args.base_dir, examples, args.out,
-        steps=int(ws["steps"]), lr=float(ws["lr"]), batch_size=int(ws["batch_size"]),
+        steps=int(ws["max_steps"]), lr=float(ws["learning_rate"]), batch_size=int(ws["per_device_train_batch_size"]),
         max_length=int(ws["max_length"]), seed=seed,
     )
     print(json.dumps(summary, sort_keys=True))

@@ -187,7 +187,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         max_length=int(rm["max_length"]),
         n_best_of=int(ev["best_of_n"]),
         draws=int(ev["best_of_n_draws"]),
-        seed=int(params.get("seed", 0)),
+        seed=int(params["seed"]),
         confidence=float(ev["confidence"]),
     )
     out["preset"] = params.get("preset")

@@ -16,10 +16,6 @@ from reappraisal.base_models.prompts import REWARD_PROMPT_TEMPLATE
 #: Verbatim from the model card; ``{v}`` is the scenario, ``{r}`` the reappraisal.
 PROMPT_TEMPLATE = REWARD_PROMPT_TEMPLATE
 
-#: The card's truncation limit in tokens.
-CARD_MAX_LENGTH = 512
-
-
 def format_prompt(scenario: str, reappraisal: str) -> str:
     """The card's prompt for one pair (``str.format``; braces in the texts are kept as is)."""
     return PROMPT_TEMPLATE.format(v=scenario, r=reappraisal)

@@ -170,6 +170,50 @@ def _trainer_class():
     return RegressionTrainer
 
 
+def training_arguments(cfg: RewardTrainConfig, output_dir: str | Path, *, seed: int, bf16: bool, use_cpu: bool) -> dict:
+    """Keyword arguments of ``transformers.TrainingArguments`` for one seed (checkpointing, schedule, evaluation)."""
+    early = cfg.early_stopping_patience > 0
+    return dict(
+        **checkpointing_args(output_dir, seed=seed, save_steps=cfg.save_steps,
+                             save_total_limit=cfg.save_total_limit, bf16=bf16, use_cpu=use_cpu,
+                             activation_checkpointing=cfg.gradient_checkpointing),
+        learning_rate=cfg.learning_rate,
+        num_train_epochs=cfg.num_train_epochs,
+        per_device_train_batch_size=cfg.per_device_train_batch_size,
+        per_device_eval_batch_size=cfg.per_device_eval_batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        weight_decay=cfg.weight_decay,
+        warmup_steps=float(cfg.warmup_ratio),  # a float in [0, 1) is a ratio of the total steps
+        lr_scheduler_type=cfg.lr_scheduler_type,
+        max_grad_norm=cfg.max_grad_norm,
+        eval_strategy="steps",
+        eval_steps=cfg.save_steps if early else cfg.eval_steps,
+        load_best_model_at_end=early,
+        metric_for_best_model="eval_loss" if early else None,
+        greater_is_better=False if early else None,
+        logging_steps=cfg.logging_steps,
+        data_seed=seed,
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
+        label_names=["labels"],
+        disable_tqdm=False,
+    )
+
+
+def _data_record(train: Examples, val: Examples, primary_dimension: str, *, train_trunc: int, val_trunc: int) -> dict:
+    """What a seed was trained and validated on (part of its metrics.json)."""
+    return {
+        "dimensions": train.dimensions,
+        "primary_dimension": primary_dimension,
+        "n_train": len(train),
+        "n_val": len(val),
+        "n_train_dropped_unrated": train.n_dropped_unrated,
+        "n_train_truncated": int(train_trunc),
+        "n_val_truncated": int(val_trunc),
+        "train_author_types": train.author_types,
+    }
+
+
 def train_reward_model(
     *,
     base: str,
@@ -216,31 +260,8 @@ def train_reward_model(
     work = open_work_dir(work_dir_beside(out_dir), spec)
 
     early = cfg.early_stopping_patience > 0
-    args = TrainingArguments(
-        **checkpointing_args(work.path, seed=effective_seed, save_steps=cfg.save_steps,
-                             save_total_limit=cfg.save_total_limit, bf16=bf16, use_cpu=not torch.cuda.is_available(),
-                             activation_checkpointing=cfg.gradient_checkpointing),
-        learning_rate=cfg.learning_rate,
-        num_train_epochs=cfg.num_train_epochs,
-        per_device_train_batch_size=cfg.per_device_train_batch_size,
-        per_device_eval_batch_size=cfg.per_device_eval_batch_size,
-        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
-        weight_decay=cfg.weight_decay,
-        warmup_steps=float(cfg.warmup_ratio),  # a float in [0, 1) is a ratio of the total steps
-        lr_scheduler_type=cfg.lr_scheduler_type,
-        max_grad_norm=cfg.max_grad_norm,
-        eval_strategy="steps",
-        eval_steps=cfg.save_steps if early else cfg.eval_steps,
-        load_best_model_at_end=early,
-        metric_for_best_model="eval_loss" if early else None,
-        greater_is_better=False if early else None,
-        logging_steps=cfg.logging_steps,
-        data_seed=effective_seed,
-        remove_unused_columns=False,
-        dataloader_num_workers=0,
-        label_names=["labels"],
-        disable_tqdm=False,
-    )
+    args = TrainingArguments(**training_arguments(cfg, work.path, seed=effective_seed, bf16=bf16,
+                                                  use_cpu=not torch.cuda.is_available()))
     cbs = list(callbacks)
     if early:
         cbs.append(EarlyStoppingCallback(early_stopping_patience=cfg.early_stopping_patience))
@@ -272,14 +293,7 @@ def train_reward_model(
             "seed": int(seed),
             "effective_seed": effective_seed,
             "base": str(base),
-            "dimensions": dims,
-            "primary_dimension": primary_dimension,
-            "n_train": len(train),
-            "n_val": len(val),
-            "n_train_dropped_unrated": train.n_dropped_unrated,
-            "n_train_truncated": int(train_trunc),
-            "n_val_truncated": int(val_trunc),
-            "train_author_types": train.author_types,
+            **_data_record(train, val, primary_dimension, train_trunc=train_trunc, val_trunc=val_trunc),
             "global_steps": result.global_step,
             "resumed_from": result.resumed_from,
             "train_loss": result.train_loss,
@@ -342,7 +356,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         val=val,
         val_pairs=pairs_for_split(pairs, "val"),
         seed=a.seed,
-        global_seed=int(params.get("seed", 0)),
+        global_seed=int(params["seed"]),
         out_dir=a.out,
         cfg=RewardTrainConfig.from_section(section),
         primary_dimension=primary,

@@ -36,7 +36,7 @@ from .contests import (
     score_contests,
     summarize_contests,
 )
-from .headline import DEFAULT_BAR, ESTIMAND, HEADLINE_INTERVAL, headline_row
+from .headline import ESTIMAND, HEADLINE_INTERVAL, headline_row
 from .intervals import (
     ASSUMPTIONS,
     DesignEffect,
@@ -64,7 +64,6 @@ __all__ = [
     "longer_wins_share",
     "win_rate_by_length_bin",
     "ASSUMPTIONS",
-    "DEFAULT_BAR",
     "WEBB_WEIGHTS",
     "DesignEffect",
     "ESTIMAND",

@@ -27,6 +27,7 @@ from .bootstrap import (
     percentile_cluster_bootstrap_interval,
     wild_cluster_bootstrap_interval,
 )
+from ..json_values import json_ready
 from .contests import check_contests, scenario_summary
 from .intervals import (
     Interval,
@@ -38,7 +39,6 @@ from .intervals import (
 from .runs import per_run_rates, run_effect_test, scenario_run_table
 from .signflip import sign_flip_test
 
-DEFAULT_BAR = 0.608
 HEADLINE_INTERVAL = "ci_logit_jackknife"
 ESTIMAND = (
     "equally weighted mean of the scenario win rates (runs pooled within each scenario): "
@@ -59,8 +59,8 @@ def _single(contests: pd.DataFrame, column: str):
 
 def headline_row(
     contests: pd.DataFrame,
-    bar: float = DEFAULT_BAR,
     *,
+    bar: float,
     confidence: float = 0.95,
     n_boot: int = 100_000,
     seed: int = 0,
@@ -72,7 +72,7 @@ def headline_row(
     ``contests``: output of :func:`score_contests` for one model, one
     opponent and one judge, any number of runs (pooled inside scenarios);
     ``scenario`` names its cluster column. ``bar``: the win rate to beat
-    (default 0.608). ``n_boot``: Monte Carlo draws for bootstraps that are not
+    (config ``summary.bar``). ``n_boot``: Monte Carlo draws for bootstraps that are not
     enumerated exactly (percentile: G > 8; wild: 6^G > n_boot); ``seed`` makes
     them reproducible.
 
@@ -115,44 +115,14 @@ def headline_row(
         raise ValueError(f"all {len(contests)} contests have error verdicts; nothing to score")
 
     full_summary = scenario_summary(contests, scenario)
-    all_errors = [str(s) for s in full_summary.index[full_summary["n"] == 0]]
-    summary = full_summary[full_summary["n"] > 0]
-    g = len(summary)
-    if g < 2:
-        raise ValueError(
-            f"headline_row needs scored contests in at least 2 scenarios (clusters), got G = {g}"
-        )
-    sums = summary["sum"].to_numpy(dtype=float)
-    sizes = summary["n"].to_numpy(dtype=float)
+    summary = _scored_scenarios(full_summary)
     means = summary["win_rate"].to_numpy(dtype=float)
-    n = int(sizes.sum())
+    n = int(summary["n"].sum())
     theta = float(means.mean())
-    ones = np.ones_like(means)
-
-    wilson = wilson_interval(theta * n, n, confidence)
-    jackknife = cluster_logit_jackknife_interval(means, n, confidence)
-    cluster_t = cluster_t_interval(means, confidence)
-    percentile = percentile_cluster_bootstrap_interval(
-        means, ones, confidence, n_draws=n_boot, seed=seed, exact=g <= MAX_EXACT_SCENARIOS
-    )
-    wild = wild_cluster_bootstrap_interval(means, ones, confidence, n_draws=n_boot, seed=seed)
-    intervals = {
-        "ci_logit_jackknife": Interval.labelled("cluster_logit_jackknife", theta, *jackknife, confidence),
-        "ci_cluster_t": Interval.labelled("cluster_t", theta, *cluster_t, confidence),
-        "ci_iid_wilson": Interval.labelled("iid_wilson", theta, *wilson, confidence),
-        "ci_percentile_bootstrap": Interval.labelled(
-            "percentile_bootstrap", theta, *percentile, confidence
-        ),
-        "ci_wild_cluster_bootstrap": Interval.labelled(
-            "wild_cluster_bootstrap", theta, *wild, confidence
-        ),
-    }
-
     runs = per_run_rates(contests, scenario)
-    run_effect = _run_effect(contests, runs, run_effect_method, scenario)
     deff = design_effect(scored["score"].to_numpy(dtype=float), scored[scenario].to_numpy())
 
-    return _json_ready({
+    return json_ready({
         "model": str(model),
         "opponent": str(opponent),
         "judge": str(judge),
@@ -160,57 +130,64 @@ def headline_row(
         "confidence": float(confidence),
         "estimand": ESTIMAND,
         "win_rate": theta,
-        "pooled_rate": float(sums.sum()) / n,
+        "pooled_rate": float(summary["sum"].sum()) / n,
         "n_contests": n,
         "n_errors": int(error.sum()),
         "n_contests_total": int(len(contests)),
-        "n_scenarios": g,
-        "scenarios_all_errors": all_errors,
+        "n_scenarios": len(summary),
+        "scenarios_all_errors": [str(s) for s in full_summary.index[full_summary["n"] == 0]],
         "n_runs": int(len(runs)),
         "headline_interval": HEADLINE_INTERVAL,
-        **{name: interval.as_dict() for name, interval in intervals.items()},
+        **headline_intervals(means, n, confidence=confidence, n_boot=n_boot, seed=seed),
         "sign_flip_vs_bar": sign_flip_test(means, null=bar, seed=seed).as_dict(),
         "sign_flip_vs_half": sign_flip_test(means, null=0.5, seed=seed).as_dict(),
-        "per_scenario": [
-            {
-                "scenario": str(s),
-                "n": int(r["n"]),
-                "n_errors": int(r["n_errors"]),
-                "win_rate": float(r["win_rate"]),
-            }
-            for s, r in full_summary.iterrows()
-        ],
-        "per_run": [
-            {
-                "run": r_id,
-                "n": int(r["n"]),
-                "n_errors": int(r["n_errors"]),
-                "win_rate": float(r["win_rate"]),
-                "mean_of_scenarios": float(r["mean_of_scenarios"]),
-                "n_scenarios": int(r["n_scenarios"]),
-            }
-            for r_id, r in runs.iterrows()
-        ],
-        "run_effect": run_effect,
+        "per_scenario": _per_scenario_rows(full_summary),
+        "per_run": _per_run_rows(runs),
+        "run_effect": _run_effect(contests, runs, run_effect_method, scenario),
         "design_effect": deff.design_effect,
         "effective_n": deff.effective_n,
         "n_scenarios_clearing_bar": int((means >= bar).sum()),
     })
 
 
-def _json_ready(value):
-    """Replace non-finite floats (undefined quantities) by None, recursively."""
-    if isinstance(value, dict):
-        return {key: _json_ready(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_ready(item) for item in value]
-    if isinstance(value, (float, np.floating)):
-        return float(value) if np.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return value
+def _scored_scenarios(full_summary: pd.DataFrame) -> pd.DataFrame:
+    """The scenarios with a scored contest; at least 2 (clusters) or a ValueError."""
+    summary = full_summary[full_summary["n"] > 0]
+    if len(summary) < 2:
+        raise ValueError(
+            f"headline_row needs scored contests in at least 2 scenarios (clusters), got G = {len(summary)}"
+        )
+    return summary
+
+
+def headline_intervals(means: np.ndarray, n: int, *, confidence: float, n_boot: int, seed: int) -> dict[str, dict]:
+    """The five labelled intervals of θ̂ = mean of the scenario ``means`` (``n`` scored contests in all)."""
+    theta = float(means.mean())
+    ones = np.ones_like(means)
+    bounds = {
+        ("ci_logit_jackknife", "cluster_logit_jackknife"): cluster_logit_jackknife_interval(means, n, confidence),
+        ("ci_cluster_t", "cluster_t"): cluster_t_interval(means, confidence),
+        ("ci_iid_wilson", "iid_wilson"): wilson_interval(theta * n, n, confidence),
+        ("ci_percentile_bootstrap", "percentile_bootstrap"): percentile_cluster_bootstrap_interval(
+            means, ones, confidence, n_draws=n_boot, seed=seed, exact=len(means) <= MAX_EXACT_SCENARIOS
+        ),
+        ("ci_wild_cluster_bootstrap", "wild_cluster_bootstrap"): wild_cluster_bootstrap_interval(
+            means, ones, confidence, n_draws=n_boot, seed=seed
+        ),
+    }
+    return {key: Interval.labelled(method, theta, *low_high, confidence).as_dict()
+            for (key, method), low_high in bounds.items()}
+
+
+def _per_scenario_rows(full_summary: pd.DataFrame) -> list[dict]:
+    return [{"scenario": str(s), "n": int(r["n"]), "n_errors": int(r["n_errors"]), "win_rate": float(r["win_rate"])}
+            for s, r in full_summary.iterrows()]
+
+
+def _per_run_rows(runs: pd.DataFrame) -> list[dict]:
+    return [{"run": r_id, "n": int(r["n"]), "n_errors": int(r["n_errors"]), "win_rate": float(r["win_rate"]),
+             "mean_of_scenarios": float(r["mean_of_scenarios"]), "n_scenarios": int(r["n_scenarios"])}
+            for r_id, r in runs.iterrows()]
 
 
 def _run_effect(contests, runs, method, scenario) -> dict:

@@ -1,6 +1,6 @@
 """Sign-flip randomization test for the mean of scenario means.
 
-H0: the scenario means are symmetric around ``null`` (e.g. the bar 0.608, or
+H0: the scenario means are symmetric around ``null`` (e.g. the headline bar, or
 0.5 = parity with the opponent). Let d_g = scenario mean_g − null for the G
 scenarios. Statistic: T = |Σ_g d_g| (equivalently |mean d|, two-sided).
 Under H0 every sign pattern s ∈ {−1, +1}^G is equally likely, so
@@ -64,8 +64,8 @@ def sign_matrix(n_scenarios: int) -> np.ndarray:
 
 def sign_flip_test(
     scenario_means,
-    null: float = 0.608,
     *,
+    null: float,
     n_draws: int = 100_000,
     seed: int | None = 0,
 ) -> SignFlipResult:
