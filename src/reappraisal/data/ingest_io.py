@@ -68,17 +68,20 @@ def _collapse(source: Mapping[str, Any], parts: list[pd.DataFrame], id_col: str,
     return [collapse_distinct(pd.concat(parts, ignore_index=True), id_col, what)]
 
 
+def _with_constants(part: pd.DataFrame, source: Mapping[str, Any], columns: Sequence[str]) -> pd.DataFrame:
+    """The columns a file lacks, filled with the source's declared constant (the schema's default when undeclared)."""
+    for column in columns:
+        if column not in part.columns:
+            part[column] = source[column]
+    return part
+
+
 def ingest_vignettes(raw_dir: Path, sources, counts: list[dict]) -> pd.DataFrame:
     frames = []
     for key, source, views in _views(raw_dir, sources, "vignettes"):
         parts = []
         for view in views:
-            part = _fields(source, view, key, "vignette_id")
-            if "pool" not in part.columns:
-                part["pool"] = source["pool"]
-            if "emotion" not in part.columns:
-                part["emotion"] = source["emotion"]
-            parts.append(part)
+            parts.append(_with_constants(_fields(source, view, key, "vignette_id"), source, ("pool", "emotion")))
             counts.append(view.counts)
         frames += _collapse(source, parts, "vignette_id", "scenario")
     df = validate_table(pd.concat(frames, ignore_index=True), VIGNETTES)
@@ -101,9 +104,7 @@ def ingest_reappraisals(raw_dir: Path, sources, counts: list[dict]) -> pd.DataFr
                 part["author_type"] = view.column(source["author_type_column"], f"{key}.author_type_column")
             else:
                 part["author_type"] = source["author_type"]
-            if "study" not in part.columns:
-                part["study"] = source["study"]
-            parts.append(part)
+            parts.append(_with_constants(part, source, ("study",)))
             counts.append(view.counts)
         frames += _collapse(source, parts, "reappraisal_id", "reappraisal")
     return validate_table(pd.concat(frames, ignore_index=True), REAPPRAISALS)

@@ -308,7 +308,8 @@ def _add_evaluation_figures(section: Mapping[str, dict], frames: Mapping[str, Su
             df = df.assign(run=df["run"].map(lambda r: f"run {r}"), facet="vs " + df["opponent"].astype(str))
             svg = charts.interval_small_multiples(df, facet="facet", category="run", bar=bar, name="run",
                                                   title=title, ncols=3)
-            section["per-run"]["figures"].append(_figure("fig-run", svg, kind="per-run", title=title))
+            section["per-run"]["figures"].append(_figure("fig-run", svg, kind="per-run", title=title,
+                                                          n_runs=df["run"].nunique()))
 
 
 def _add_training_figures(training: dict, log_artifacts: Sequence[Artifact]) -> None:

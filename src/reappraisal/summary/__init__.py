@@ -13,7 +13,10 @@ Modules, one concept each:
 - ``claims``: the claims ledger (``claims.yaml``): rules over computed
   numbers, verdicts, retractions, flags;
 - ``lineage``: sha256 of artifacts and their DVC stage / hash;
+- ``texts``: the tables' titles and captions, kept in ``table_texts.yaml``
+  beside this package (Jinja2 templates over the bar, the confidence, ...);
 - ``summary_io``: the ``summarize`` command (reads, validates, writes).
 
-Everything except ``lineage`` and ``summary_io`` is pure (no I/O).
+Everything except ``lineage``, ``texts`` (which reads its YAML) and
+``summary_io`` is pure (no I/O).
 """
