@@ -73,7 +73,7 @@ def test_a_killed_demo_judge_training_resumes_from_its_last_complete_checkpoint(
     base = build_tiny_policy(tmp_path / "base")
     targets = _targets()
     vignettes = pd.DataFrame({"vignette_id": ["v1", "v2", "v3"], "text": ["S one.", "S two.", "S three."]})
-    cfg = {"judge_train_fraction": 0.6, "min_margin": 0.3, "epochs": 2, "learning_rate": 1e-3, "batch_size": 4,
+    cfg = {"judge_train_fraction": 0.6, "min_margin": 0.3, "num_train_epochs": 2, "learning_rate": 1e-3, "per_device_train_batch_size": 4,
            "max_length": 256, "save_steps": 2, "cpu_threads": 1,
            "both_orders": True}
 

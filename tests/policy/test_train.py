@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from .fakes import FakeGRM, FakeRM
@@ -14,8 +15,8 @@ from reappraisal.policy.committee import CommitteeWeights, FormatGate
 from reappraisal.policy.train_io import check_batch_fits, grpo_settings, record_external, train_policy
 
 POLICY = dict(
-    lr=1e-4, beta=0.04, num_generations=4, max_completion_length=40, per_device_train_batch_size=8,
-    max_steps=3, save_steps=2, use_cpu=True, precision="fp32", format_gate={"max_sentences": 2, "penalty": -3.0},
+    learning_rate=1e-4, beta=0.04, num_generations=4, max_completion_length=40, per_device_train_batch_size=8,
+    max_steps=3, save_steps=2, use_cpu=True, bf16=False, format_gate={"max_sentences": 2, "penalty": -3.0},
     health={"window": 2},
 )
 COMMITTEE = ArmSpec("committee", CommitteeWeights(0.5, 0.5, 0.5))
@@ -45,21 +46,31 @@ def test_warm_start_gives_well_formed_varied_answers(warm_policy, vignettes):
 
 
 def test_train_arm_end_to_end(tmp_path, warm_policy, vignettes):
+    """TRL's ``test_train``: the loss is logged at every step and every trainable parameter moved."""
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    before = {n: p.detach().clone() for n, p in AutoModelForCausalLM.from_pretrained(warm_policy).named_parameters()}
     out = tmp_path / "committee"
     health = train_policy(arm=COMMITTEE, policy=POLICY, model_dir=warm_policy, vignettes=vignettes, out_dir=out,
                           scorers=fakes, seed=0)
-    AutoModelForCausalLM.from_pretrained(out / "model")
+    after = dict(AutoModelForCausalLM.from_pretrained(out / "model").named_parameters())
     AutoTokenizer.from_pretrained(out / "model")
+    assert after.keys() == before.keys()
+    unchanged = [n for n, p in before.items() if torch.allclose(p, after[n])]
+    assert not unchanged, f"GRPO left these parameters as the warm start had them: {unchanged}"
     log = pd.read_csv(out / "training_log.csv")
     assert list(log["step"]) == [1, 2, 3]
     for col in ("reward", "reward_std", "rm_score", "grm_score", "guard", "kl", "entropy", "frac_reward_zero_std",
-                "clipped_ratio", "gate_pass_rate", "completion_mean_length"):
+                "clipped_ratio", "gate_pass_rate", "completion_mean_length", "loss", "grad_norm"):
         assert log[col].notna().all(), col
+    assert np.isfinite(log["loss"]).all() and (log["grad_norm"] > 0).all()  # a loss was optimized at every step
     on_disk = json.loads((out / "health.json").read_text())
-    assert on_disk["verdict"] in {"healthy", "unhealthy"} and on_disk == json.loads(json.dumps(health))
+    assert on_disk == json.loads(json.dumps(health))
     assert set(on_disk["checks"]) == {"kl_bounded", "entropy_alive", "reward_std_alive", "truncation_low", "format_ok"}
+    # the verdict follows from the checks, over the three logged steps
+    assert on_disk["failed"] == sorted(k for k, c in on_disk["checks"].items() if not c["passed"])
+    assert on_disk["verdict"] == ("unhealthy" if on_disk["failed"] else "healthy") and on_disk["n_steps"] == 3
     first = on_disk["first_step"]
     assert first["gate_pass_rate"] >= 0.5 and first["frac_reward_zero_std"] < 1.0
     assert not (out / "checkpoints").exists()
@@ -167,7 +178,7 @@ def test_changed_settings_start_over(tmp_path, warm_policy, vignettes):
     with pytest.raises(Interrupted):
         train_policy(arm=COMMITTEE, policy=dict(POLICY, max_steps=2, save_steps=1), model_dir=warm_policy,
                      vignettes=vignettes, out_dir=out, scorers=fakes, seed=0, callbacks=[Stop()])
-    health = train_policy(arm=COMMITTEE, policy=dict(POLICY, max_steps=2, save_steps=1, lr=2e-4), model_dir=warm_policy,
+    health = train_policy(arm=COMMITTEE, policy=dict(POLICY, max_steps=2, save_steps=1, learning_rate=2e-4), model_dir=warm_policy,
                           vignettes=vignettes, out_dir=out, scorers=fakes, seed=0)
     assert health["resumed_from"] is None and health["global_step"] == 2
 
@@ -192,7 +203,7 @@ def test_zero_beta_is_refused_with_a_reason(tmp_path):
     with pytest.raises(ConfigError, match="beta must be > 0"):
         grpo_settings(dict(POLICY, beta=0.0), seed=0, output_dir=tmp_path)
     with pytest.raises(ConfigError, match="bf16"):  # bf16 where no GPU can: refused, not silently fp32
-        grpo_settings(dict(POLICY, precision="bf16"), seed=0, output_dir=tmp_path, bf16_capable=False)
+        grpo_settings(dict(POLICY, bf16=True), seed=0, output_dir=tmp_path, bf16_capable=False)
 
 
 def test_batch_layout_checks():

@@ -36,6 +36,29 @@ def test_seeds_differ_and_outputs_are_complete(trained_seeds):
         assert cfg["problem_type"] == "regression" and cfg["pad_token_id"] is not None
 
 
+def test_each_seed_logs_its_loss_and_moves_every_parameter(trained_seeds, tiny_base):
+    """TRL's ``test_train``: the seed's starting model (base + its seeded head, rebuilt as the trainer built it)
+    against the saved model, and the loss in the saved training log."""
+    import math
+
+    from transformers import AutoModelForSequenceClassification
+
+    from reappraisal.reward.train_io import load_base
+
+    for d, s in zip(*trained_seeds):
+        _, start = load_base(str(tiny_base), len(s["dimensions"]), s["effective_seed"])
+        before = {n: p.detach().clone() for n, p in start.named_parameters()}
+        after = dict(AutoModelForSequenceClassification.from_pretrained(d).named_parameters())
+        assert after.keys() == before.keys()
+        unchanged = [n for n, p in before.items() if torch.allclose(p, after[n])]
+        assert not unchanged, f"seed {s['seed']}: not trained: {unchanged}"
+        log = json.loads((d / "training_log.json").read_text())
+        losses = [e["loss"] for e in log if "loss" in e]
+        assert len(losses) >= 2 and all(math.isfinite(x) and x > 0 for x in losses)
+        assert [e["train_loss"] for e in log if "train_loss" in e] == [pytest.approx(s["train_loss"])]
+        assert math.isfinite(s["train_loss"]) and s["global_steps"] > 0
+
+
 def test_training_learns_the_planted_quality(trained_seeds):
     # toy quality is a text feature plus rating noise: a working loop ranks val pairs well
     # above chance (a broken one sits at 0.5); the demo-data test holds the real bar

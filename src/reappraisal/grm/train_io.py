@@ -312,6 +312,6 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         out_dir=ns.out, sft_out_dir=ns.sft_out, traces=traces,
     )
     print(f"train-grm: SFT on {summary['sft']['n_rows']} {summary['sft']['source']} traces "
-          f"({summary['sft']['seconds']} s), GRPO {cfg['grpo']['steps']} steps ({summary['grpo']['seconds']} s); "
+          f"({summary['sft']['seconds']} s), GRPO {cfg['grpo']['max_steps']} steps ({summary['grpo']['seconds']} s); "
           f"wrote {ns.sft_out} and {ns.out}")
     return 0

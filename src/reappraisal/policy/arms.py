@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from reappraisal.config import with_defaults
 from reappraisal.errors import ConfigError
 
 from .committee import CommitteeWeights
@@ -44,19 +45,22 @@ class ArmSpec:
 
 
 def parse_arms(policy: Mapping[str, Any]) -> dict[str, ArmSpec]:
-    """All arms of a resolved ``policy`` config section, validated."""
-    arms = policy.get("arms") or {}
-    if not arms:
-        raise ConfigError("no arms declared", where="config key 'policy.arms'")
-    default_lam = float(policy["lam"])
-    out = {}
-    for name, spec in arms.items():
+    """All arms of a ``policy`` config section (the schema's defaults filled), validated."""
+    for name in policy.get("arms") or {}:  # before the schema, whose message could not say why
         where = f"config key 'policy.arms.{name}'"
         if not ARM_NAME.match(name):
             raise ConfigError("arm names are lowercase letters, digits and '_'", where=where)
         if name == WARM_START:
             raise ConfigError(f"{WARM_START!r} names the warm start's folder in {POLICY_DIR}/; pick another arm name",
                               where=where)
+    policy = with_defaults("policy", policy)
+    arms = policy["arms"]
+    if not arms:
+        raise ConfigError("no arms declared", where="config key 'policy.arms'")
+    default_lam = float(policy["lam"])
+    out = {}
+    for name, spec in arms.items():
+        where = f"config key 'policy.arms.{name}'"
         spec = spec or {}
         if spec.get("external"):
             if any(k in spec for k in ("w_rm", "w_grm", "lam")):
