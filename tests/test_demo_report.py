@@ -19,6 +19,12 @@ ARMS = ("committee", "rm_only", "committee_rm_heavy")
 
 
 @pytest.fixture(scope="module")
+def screens(tmp_path_factory):
+    """Where the page images are kept (the last runs of pytest's tmp paths are kept)."""
+    return tmp_path_factory.mktemp("screens")
+
+
+@pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
     repo = make_clean_copy(tmp_path_factory.mktemp("demo") / "repo")
     # Every job prints the package modules it loaded into its log (tests/import_probe).
@@ -126,8 +132,8 @@ def test_model_cards_are_regenerated_from_the_artifacts(demo_run):
         assert "DEMO PRESET" in card
 
 
-def test_report_opens_in_headless_chromium(demo_run, tmp_path_factory):
-    shot = tmp_path_factory.mktemp("screens") / "demo_report.png"
+def test_report_opens_in_headless_chromium(demo_run, screens):
+    shot = screens / "demo_report.png"
     seen = render(demo_run / "results/report.html", shot, ensure_chromium(), selectors=("#demo-banner", "#health-table"))
     assert seen.console_errors == [] and seen.failed_requests == []
     assert seen.overflowing_tables == []  # every table fits the page's text column
@@ -135,6 +141,21 @@ def test_report_opens_in_headless_chromium(demo_run, tmp_path_factory):
     assert all(box and box["width"] > 300 for box in seen.boxes.values()), seen.boxes
     assert any(f["id"] == "fig-training" and f["width"] > 250 for f in seen.figures)
     print(f"screenshot: {shot}")
+
+
+def test_the_demo_tables_and_numbers_compile_for_a_paper(demo_run, screens, tmp_path_factory):
+    from tests.summary.latex_check import compile_inputs, first_page_png
+
+    root = demo_run / "results/summary"
+    tex = sorted((root / "tables").glob("*.tex"), key=lambda p: (not p.name.startswith("card_"), p.name))
+    assert [p.stem for p in tex[:5]] == ["card_ablation", "card_head_to_head", "card_ood", "card_policy",
+                                         "card_reward_models"]
+    out = compile_inputs([root / "numbers.tex", *tex], tmp_path_factory.mktemp("latex"))
+    assert out.problems == []
+    png = first_page_png(out.pdf, screens / "demo_paper_tables.png")  # beside the report's screenshot
+    print(f"first page: {png}")
+    html = (demo_run / "results/report.html").read_text()
+    assert 'href="summary/numbers.tex"' in html and 'href="summary/tables/card_policy.tex"' in html
 
 
 def test_every_module_a_job_loaded_is_a_code_dep_of_its_dvc_stage(demo_run):

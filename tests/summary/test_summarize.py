@@ -175,7 +175,7 @@ def test_index_names_every_table_and_says_what_each_interval_estimates(workspace
     names = [entry["name"] for entry in index]
     assert names == ["headline", "per_scenario", "per_run", "head_to_head", "ood", "judge_calibration",
                      "reward_models", "grm", "training_health", "reward_path_gap", "length_bias", "length_bins",
-                     "ablation"]
+                     "ablation", "card_policy", "card_head_to_head", "card_ood", "card_ablation", "card_reward_models"]
     for entry in index:
         assert entry["title"] and entry["caption"] and entry["estimand"] and entry["status"] == "ok"
         for ext in ("csv", "md", "tex"):

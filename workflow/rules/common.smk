@@ -80,6 +80,8 @@ def _report_entries():
         for out in map(str, rules.summarize.output):
             if out.endswith("claims.json"):
                 spec = {"path": out, "kind": "claims"}
+            elif out.endswith("numbers.tex"):
+                spec = {"path": out, "kind": "numbers"}
             elif out.endswith("index.json"):
                 spec = {"path": out, "kind": "tables_index"}
             elif not Path(out).suffix:  # a directory of tables

@@ -9,6 +9,8 @@ rule summarize:
     output:
         tables=directory("results/summary/tables"),
         claims="results/summary/claims.json",
+        numbers="results/summary/numbers.tex",
+        numbers_json="results/summary/numbers.json",
     params:
         cfg=lambda w: section_file("summary", "evaluation", "policy"),
         # the folders holding run{run}/ and {arm}/, derived from the inputs
@@ -22,4 +24,4 @@ rule summarize:
         "python -m reappraisal summarize --evaluation-dir {params.evaluation_dir} --policy-dir {params.policy_dir}"
         " --judge-calibration {input.calibration} --reward-metrics {input.reward_models} --grm-metrics {input.grm}"
         " --claims {input.claims} --out-tables {output.tables}"
-        " --out-claims {output.claims} --params {params.cfg:q} 2>&1 | tee {log}"
+        " --out-claims {output.claims} --out-numbers {output.numbers} --params {params.cfg:q} 2>&1 | tee {log}"

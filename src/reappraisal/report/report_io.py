@@ -245,8 +245,12 @@ def _sections(tables: list[SummaryTable], artifacts: list[Artifact],
     for spec in TEXTS["sections"]:
         views = [table_view(t, report_dir) for t in tables if t.name not in placed and t.name in spec["tables"]]
         placed |= {v.name for v in views}
+        named = [a for a in artifacts if a.name in spec.get("artifacts", ())]
         sections.append({"id": spec["id"], "title": spec["title"], "tables": views, "figures": [],
-                         "artifacts": [a for a in artifacts if a.name in spec.get("artifacts", ())]})
+                         "artifacts": [a for a in named if a.path.suffix == ".json"],
+                         # files a reader takes away as they are (numbers.tex): linked, not shown
+                         "downloads": [{"path": str(a.path), "href": _rel(a.path, report_dir)}
+                                       for a in named if a.path.suffix != ".json"]})
     further = [table_view(t, report_dir) for t in tables if t.name not in placed]
     return sections, further
 

@@ -21,11 +21,19 @@ from .summary_table import Table
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
     "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    # comparisons and symbols are math: in text mode the default font encoding prints "<" as "¡"
+    ">=": r"$\geq$", "<=": r"$\leq$", "<": r"$<$", ">": r"$>$", "≥": r"$\geq$", "≤": r"$\leq$",
+    "θ̂": r"$\hat{\theta}$", "θ": r"$\theta$", "κ": r"$\kappa$", "λ": r"$\lambda$", "β": r"$\beta$",
+    "δ": r"$\delta$", "ε": r"$\varepsilon$", "Σ": r"$\Sigma$", "σ": r"$\sigma$", "μ": r"$\mu$",
+    "×": r"$\times$", "÷": r"$\div$", "±": r"$\pm$", "−": r"$-$", "·": r"$\cdot$", "²": r"$^2$",
+    "√": r"$\surd$", "≈": r"$\approx$", "→": r"$\to$",
+    "—": "---", "–": "--", "…": r"\ldots{}", "’": "'", "‘": "`", "“": "``", "”": "''",
 }
-_LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIAL))
+_LATEX_RE = re.compile("|".join(re.escape(k) for k in sorted(_LATEX_SPECIAL, key=len, reverse=True)))
 
 
 def escape_latex(text: str) -> str:
+    """Text for LaTeX's text mode: special characters escaped, comparisons and Greek letters as math."""
     return _LATEX_RE.sub(lambda m: _LATEX_SPECIAL[m.group(0)], str(text))
 
 
@@ -85,14 +93,110 @@ def to_markdown(table: Table) -> str:
     return head + display_frame(table.frame, display=table.display).to_markdown(index=False, disable_numparse=True) + "\n"
 
 
-def to_latex(table: Table) -> str:
+#: What a document needs in its preamble to ``\input`` these tables.
+LATEX_PACKAGES = ("booktabs", "siunitx", "rotating", "pdflscape", "longtable", "graphicx", "amsmath")
+#: Characters a row may take (cells and column gaps) and still fit a portrait page in a small font
+#: (a float a little wider is scaled down to the line); a wider table is set sideways (landscape).
+PORTRAIT_CHARS = 70
+FLOAT_PORTRAIT_CHARS = 84
+#: More rows than this: a longtable, which breaks across pages.
+LONG_ROWS = 30
+_NUMBER = re.compile(r"^(-?)(\d+)(?:\.(\d+))?(?:e([+-]?)(\d+))?$")
+
+
+def _table_format(cells: list[str]) -> str | None:
+    """siunitx's ``table-format`` for a column whose cells are all numbers (or missing), else None."""
+    sign = integer = decimals = exponent = 0
+    seen = False
+    for cell in cells:
+        if cell in ("", "--"):
+            continue
+        m = _NUMBER.match(cell)
+        if not m:
+            return None
+        seen = True
+        sign = max(sign, len(m.group(1)))
+        integer = max(integer, len(m.group(2)))
+        decimals = max(decimals, len(m.group(3) or ""))
+        exponent = max(exponent, len(m.group(5) or ""))
+    if not seen:
+        return None
+    return ("-" if sign else "") + f"{integer}.{decimals}" + (f"e-{exponent}" if exponent else "")
+
+
+def _interval_cell(cell: str) -> str:
+    """``[low, high]`` as a math-mode interval; missing stays ``--``."""
+    if not (cell.startswith("[") and cell.endswith("]")):
+        return escape_latex(cell)
+    low, high = (part.strip() for part in cell[1:-1].split(","))
+    return f"$[{low},\\,{high}]$"
+
+
+def row_chars(shown: pd.DataFrame) -> int:
+    """The widest row's length in characters, each column as wide as its widest cell or heading, plus gaps."""
+    return sum(max([len(str(h))] + [len(str(c)) for c in shown[h]]) + 2 for h in shown.columns)
+
+
+def latex_tabular_parts(table: Table) -> tuple[list[str], list[str], list[list[str]], int]:
+    """(column specs, headings, rows, row width in characters) of a table's LaTeX body: numbers in
+    siunitx ``S`` columns (right-aligned on the decimal point), intervals as math-mode intervals, text escaped."""
     shown = display_frame(table.frame, missing="--", display=table.display)
-    headings = list(shown.columns)
-    shown = shown.map(escape_latex) if not shown.empty else pd.DataFrame({c: [] for c in headings})
-    shown.columns = [escape_latex(c) for c in headings]
-    body = shown.to_latex(index=False, escape=False, column_format="l" * max(1, len(shown.columns)))
+    intervals = {heading for heading, columns in (table.display or []) if len(columns) == 2}
+    specs, headings, columns = [], [], []
+    for heading in shown.columns:
+        cells = [str(c) for c in shown[heading]]
+        fmt = None if heading in intervals else _table_format(cells)
+        if heading in intervals:
+            specs.append("c")
+            columns.append([_interval_cell(c) for c in cells])
+            headings.append(escape_latex(heading))
+        elif fmt is not None:
+            specs.append(f"S[table-format={fmt}]")
+            columns.append([c if _NUMBER.match(c) else f"{{{escape_latex(c)}}}" for c in cells])
+            headings.append(f"{{{escape_latex(heading)}}}")
+        else:
+            specs.append("l")
+            columns.append([escape_latex(c) for c in cells])
+            headings.append(escape_latex(heading))
+    rows = [list(r) for r in zip(*columns)] if columns else []
+    return specs, headings, rows, row_chars(shown)
+
+
+def to_latex(table: Table) -> str:
+    """The table for ``\\input`` into a paper (packages: :data:`LATEX_PACKAGES`).
+
+    It fits the page (``layout="portrait"``: always a ``table`` float on the
+    text width, scaled down if need be). Otherwise: a ``table`` float when a row fits
+    :data:`PORTRAIT_CHARS` characters, else a ``sidewaystable`` in a smaller
+    size, both scaled down only if still wider than the line; more than
+    :data:`LONG_ROWS` rows a ``longtable`` (landscape when wide) that breaks
+    across pages.
+    """
+    specs, headings, rows, chars = latex_tabular_parts(table)
+    if not specs:
+        specs, headings = ["l"], [""]
+    head = " & ".join(headings) + " \\\\\n"
+    body = "".join(" & ".join(r) + " \\\\\n" for r in rows)
+    caption = f"\\caption{{{escape_latex(table.title)}. {escape_latex(table.caption)}}}"
+    label = f"\\label{{tab:{table.name}}}"
+    portrait = table.layout == "portrait"
+    long = len(rows) > LONG_ROWS and not portrait
+    wide = chars > (PORTRAIT_CHARS if long else FLOAT_PORTRAIT_CHARS) and not portrait
+    size = "\\footnotesize\n" if wide else "\\small\n"
+    column_format = "".join(specs) if all(len(s) == 1 for s in specs) else " ".join(specs)
+    if long:
+        text = (
+            "{" + size + "\\setlength{\\tabcolsep}{3pt}\n"
+            f"\\begin{{longtable}}{{{column_format}}}\n{caption}{label}\\\\\n"
+            f"\\toprule\n{head}\\midrule\n\\endfirsthead\n"
+            f"\\toprule\n{head}\\midrule\n\\endhead\n\\bottomrule\n\\endfoot\n"
+            f"{body}\\end{{longtable}}}}\n"
+        )
+        return f"\\begin{{landscape}}\n{text}\\end{{landscape}}\n" if wide else text
+    env = "sidewaystable" if wide else "table"
     return (
-        "\\begin{table}\n\\centering\n"
-        f"\\caption{{{escape_latex(table.title)}. {escape_latex(table.caption)}}}\n"
-        f"\\label{{tab:{table.name}}}\n{body}\\end{{table}}\n"
+        f"\\begin{{{env}}}\n\\centering\n{size}{caption}\n{label}\n"
+        "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%\n"
+        f"\\begin{{tabular}}{{{column_format}}}\n\\toprule\n{head}\\midrule\n{body}\\bottomrule\n"
+        f"\\end{{tabular}}}}\n\\end{{{env}}}\n"
     )

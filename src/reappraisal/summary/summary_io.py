@@ -32,7 +32,7 @@ import pandas as pd
 import yaml
 
 from reappraisal import stats
-from reappraisal.atomic import atomic_dir, write_json
+from reappraisal.atomic import atomic_dir, atomic_path, write_json
 from reappraisal.config import REPO_ROOT, with_defaults
 from reappraisal.errors import PipelineInputError
 from reappraisal.json_values import json_ready
@@ -43,6 +43,8 @@ from . import evaluation_tables as et
 from . import metrics_tables as mt
 from .claims import evaluate_claims, validate_ledger
 from .lineage import DvcIndex, lineage_entries
+from .paper_numbers import claim_numbers, numbers_tex
+from .paper_tables import CARD_TABLES, card_tables
 from .render import to_csv, to_latex, to_markdown
 from .summary_table import Table
 
@@ -50,7 +52,7 @@ CLAIMS_SCHEMA = REPO_ROOT / "workflow" / "schemas" / "claims.schema.yaml"
 JUDGMENT_COLUMNS = ["run", "judge", "contest_id", "vignette_id", "model", "opponent", "order", "verdict"]
 TABLE_ORDER = [
     "headline", "per_scenario", "per_run", "head_to_head", "ood", "judge_calibration", "reward_models", "grm",
-    "training_health", "reward_path_gap", "length_bias", "length_bins", "ablation",
+    "training_health", "reward_path_gap", "length_bias", "length_bins", "ablation", *CARD_TABLES,
 ]
 
 
@@ -169,6 +171,7 @@ def build_tables(contests: pd.DataFrame, s: et.Settings, sources_by_run, metrics
                                       {a: [p for p in arm_sources.get(a, ()) if p.endswith("health.json")]
                                        for a in s.arms}),
     }
+    tables.update(card_tables(tables, s))
     return {name: tables[name] for name in TABLE_ORDER}
 
 
@@ -254,8 +257,13 @@ def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy
     return tables, json_ready(ledger)
 
 
-def write_outputs(tables: Mapping[str, Table], ledger: dict, out_tables: Path, out_claims: Path, root: Path) -> None:
+def write_outputs(tables: Mapping[str, Table], ledger: dict, out_tables: Path, out_claims: Path, root: Path,
+                  out_numbers: Path | None = None) -> None:
+    """The tables (CSV, Markdown, LaTeX and index.json), claims.json, and numbers.tex with its JSON twin
+    (default: beside claims.json)."""
     rendered = {name: {"csv": to_csv(t), "md": to_markdown(t), "tex": to_latex(t)} for name, t in tables.items()}
+    out_numbers = Path(out_numbers) if out_numbers else Path(out_claims).with_name("numbers.tex")
+    numbers = claim_numbers(ledger["claims"], tables)
     index = []
     for name, table in tables.items():
         index.append({
@@ -271,6 +279,9 @@ def write_outputs(tables: Mapping[str, Table], ledger: dict, out_tables: Path, o
                 (tmp / f"{name}.{ext}").write_text(text, encoding="utf-8")
         (tmp / "index.json").write_text(json.dumps(index, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     write_json(ledger, out_claims)
+    with atomic_path(out_numbers) as tmp:
+        Path(tmp).write_text(numbers_tex(numbers), encoding="utf-8")
+    write_json(json_ready(numbers), out_numbers.with_suffix(".json"))
 
 
 def cli_main(argv: Sequence[str] | None = None) -> int:
@@ -283,6 +294,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--claims", required=True, help="the claims ledger")
     ap.add_argument("--out-tables", required=True)
     ap.add_argument("--out-claims", required=True)
+    ap.add_argument("--out-numbers", default=None, help="numbers.tex (and its .json twin); default beside --out-claims")
     ap.add_argument("--root", default=".", help="repository root: lineage paths are relative to it")
     ap.add_argument("--params", required=True, help="JSON with sections summary, evaluation, policy, seed, preset")
     ns = ap.parse_args(argv)
@@ -293,7 +305,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     tables, ledger = summarize(evaluation_dir=Path(ns.evaluation_dir), metrics_files=metrics_files,
                                policy_dir=Path(ns.policy_dir), claims_file=Path(ns.claims), params=params,
                                root=root)
-    write_outputs(tables, ledger, Path(ns.out_tables), Path(ns.out_claims), root)
+    write_outputs(tables, ledger, Path(ns.out_tables), Path(ns.out_claims), root, ns.out_numbers)
     head = tables["headline"].frame
     for row in head.itertuples():
         if pd.notna(getattr(row, "win_rate", None)):

@@ -27,6 +27,9 @@ class Table:
     status: str = "ok"  # ok | not_computable
     note: str | None = None
     display: list[tuple[str, tuple[str, ...]]] | None = None
+    #: LaTeX layout: "auto" (sideways when wide, a longtable when long) or "portrait" (a float on the
+    #: text width, scaled down if need be: the compact tables a paper inputs in its body).
+    layout: str = "auto"
 
     def __post_init__(self) -> None:
         self.frame = self.frame.reset_index(drop=True)

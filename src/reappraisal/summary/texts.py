@@ -44,4 +44,4 @@ def table_text(name: str, **values: Any) -> tuple[str, str]:
     texts = load_texts(TABLE_TEXTS)
     env = _ENV.overlay(loader=jinja2.DictLoader(texts["snippets"]))
     entry = texts["tables"][name]
-    return entry["title"], env.from_string(entry["caption"]).render(**values)
+    return env.from_string(entry["title"]).render(**values), env.from_string(entry["caption"]).render(**values)

@@ -1,0 +1,111 @@
+"""Tables and numbers a paper can ``\\input``: the cards' tables in their own shape, every quoted number as
+a macro, and all of it compiled under pdflatex in a one-column article."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+import pytest
+
+from reappraisal.summary.render import format_cell
+
+from . import fixtures as fx
+from .latex_check import compile_inputs, first_page_png, text_mode_comparisons
+from .test_summarize import make_workspace, run_summarize
+
+#: The policy card's figure: 0.872 of 720 contests (6 scenarios x 3 runs x 40), wins in each scenario.
+CARD_WINS = {"v1": 100, "v2": 102, "v3": 104, "v4": 106, "v5": 107, "v6": 109}  # 628 of 720 = 0.872
+
+
+def _card_judgments(judgments: pd.DataFrame, run: int) -> pd.DataFrame:
+    """``judgments`` with committee vs GPT-4-0314 (judge a) set to the card's figure: no errors, no ties."""
+    mine = (judgments["model"] == "committee") & (judgments["opponent"] == "gpt-4-0314") & (judgments["judge"] == fx.HEADLINE_JUDGE)
+    out = judgments.copy()
+    for v, wins in CARD_WINS.items():
+        per_run = [wins // 3 + (1 if i < wins % 3 else 0) for i in range(3)][run - 1]  # the wins spread over 3 runs
+        contests = sorted(out.loc[mine & (out["vignette_id"] == v), "contest_id"].unique())
+        assert len(contests) == 40
+        for i, contest in enumerate(contests):
+            rows = mine & (out["contest_id"] == contest)
+            won = i < per_run
+            out.loc[rows & (out["order"] == "AB"), "verdict"] = "A" if won else "B"
+            out.loc[rows & (out["order"] == "BA"), "verdict"] = "B" if won else "A"
+    return out
+
+
+@pytest.fixture(scope="module")
+def card_workspace(tmp_path_factory):
+    root = tmp_path_factory.mktemp("paper")
+    make_workspace(root)
+    for run in fx.RUNS:
+        folder = root / "results" / "evaluation" / f"run{run}"
+        judgments = _card_judgments(pd.read_parquet(folder / "judgments.parquet"), run)
+        judgments.to_parquet(folder / "judgments.parquet", index=False)
+        fx.contests_from(judgments).to_parquet(folder / "contests.parquet", index=False)
+    assert run_summarize(root) == 0
+    return root
+
+
+def test_the_card_shaped_policy_table_reads_the_cards_figures_with_the_clustered_interval_beside(card_workspace):
+    tables = card_workspace / "results/summary/tables"
+    row = pd.read_csv(tables / "card_policy.csv").set_index("arm").loc["committee"]
+    assert (f"{row['win_rate']:.3f}", int(row["contests"]), f"{row['wilson_low']:.3f}") == ("0.872", 720, "0.846")
+    md = (tables / "card_policy.md").read_text()
+    line = next(ln for ln in md.splitlines() if ln.startswith("| committee "))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[:4] == ["committee", "0.872", "720", "0.846"]
+    low, high = (float(x) for x in re.match(r"\[(.*), (.*)\]", cells[4]).groups())
+    assert low < 0.846 < 0.872 < high  # the scenario-clustered interval, wider than the iid bound
+    assert (low, high) == pytest.approx((row["headline_low"], row["headline_high"]), abs=5e-4)
+    tex = (tables / "card_policy.tex").read_text()
+    assert "\\begin{table}" in tex and "S[table-format=" in tex and "$[" in tex  # a float, numbers aligned, intervals as math
+    assert "committee & 0.872 & 720 & 0.846 & $[" in tex
+
+
+def test_every_macro_equals_its_table_value_as_printed(card_workspace):
+    root = card_workspace / "results/summary"
+    tex = (root / "numbers.tex").read_text()
+    defined = dict(re.findall(r"\\newcommand\{\\([A-Za-z]+)\}\{(.*)\}", tex))
+    records = json.loads((root / "numbers.json").read_text())
+    assert records and set(defined) == {r["macro"] for r in records}
+    assert len(re.findall(r"^% claim ", tex, flags=re.M)) == len(records)  # each with where it comes from
+    claims = {c["id"] for c in json.loads((root / "claims.json").read_text())["claims"]}
+    checked = 0
+    for rec in records:
+        assert rec["claim"] in claims
+        shown = defined[rec["macro"]].replace("\\ensuremath{-}", "-")
+        if "table" not in rec:
+            continue
+        frame = pd.read_csv(root / "tables" / f"{rec['table']}.csv", keep_default_na=True)
+        mask = pd.Series(True, index=frame.index)
+        for column, value in rec["where"].items():
+            mask &= frame[column].astype(str) == str(value)
+        (value,) = frame.loc[mask, rec["column"]].to_list()
+        value = None if isinstance(value, float) and pd.isna(value) else value
+        assert shown == format_cell(value, rec["column"], missing="--"), rec
+        checked += 1
+    assert checked > 20
+    assert defined["CommitteeBeatsGptFourWinRate"] == "0.872" and defined["CommitteeBeatsGptFourContests"] == "720"
+
+
+def test_the_tables_and_numbers_compile_in_a_one_column_article(card_workspace, tmp_path_factory):
+    root = card_workspace / "results/summary"
+    tex = sorted((root / "tables").glob("*.tex"), key=lambda p: (not p.name.startswith("card_"), p.name))
+    inputs = [root / "numbers.tex", *tex]  # the cards' tables first: the page image shows the policy card's
+    out = compile_inputs(inputs, tmp_path_factory.mktemp("latex"))
+    assert out.problems == []
+    png = first_page_png(out.pdf, tmp_path_factory.mktemp("screens") / "paper_tables.png")
+    assert png.stat().st_size > 5_000
+    print(f"first page: {png}")
+
+
+def test_the_check_fails_on_a_widened_table_and_on_a_bare_comparison(tmp_path):
+    wide = tmp_path / "wide.tex"
+    wide.write_text("\\begin{tabular}{l}\n" + "x" * 400 + " \\\\\n\\end{tabular}\n")
+    bare = tmp_path / "bare.tex"
+    bare.write_text("\\begin{table}\\caption{coverage >= 0.93}\\end{table}\n")
+    assert any("Overfull" in p for p in compile_inputs([wide], tmp_path / "a").problems)
+    assert compile_inputs([bare], tmp_path / "b").text_mode_comparisons
+    assert text_mode_comparisons("coverage $\\geq$ 0.93 and $x < y$") == []
