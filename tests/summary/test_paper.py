@@ -71,12 +71,15 @@ def test_every_macro_equals_its_table_value_as_printed(card_workspace):
     records = json.loads((root / "numbers.json").read_text())
     assert records and set(defined) == {r["macro"] for r in records}
     assert len(re.findall(r"^% claim ", tex, flags=re.M)) == len(records)  # each with where it comes from
-    claims = {c["id"] for c in json.loads((root / "claims.json").read_text())["claims"]}
+    claims = {c["id"]: c for c in json.loads((root / "claims.json").read_text())["claims"]}
     checked = 0
     for rec in records:
         assert rec["claim"] in claims
         shown = defined[rec["macro"]].replace("\\ensuremath{-}", "-")
-        if "table" not in rec:
+        if "table" not in rec:  # a card interval's figure: the card's own or the bound recomputed from it
+            claim = claims[rec["claim"]]
+            figures = {**claim["rule_spec"]["card_interval"], **(claim["details"] or {})}
+            assert shown == format_cell(figures[rec["card_interval"]], rec["card_interval"]), rec
             continue
         frame = pd.read_csv(root / "tables" / f"{rec['table']}.csv", keep_default_na=True)
         mask = pd.Series(True, index=frame.index)
