@@ -5,7 +5,13 @@ A threaded stdlib HTTP server on 127.0.0.1. Every request is recorded
 n)`` (``n`` = 0-based index of the request), which returns a :class:`Reply`:
 an HTTP status, extra headers, the message content (wrapped in the
 chat-completion JSON the real API returns) or a raw body, and a delay before
-answering (to imitate latency or a server that never answers in time).
+answering (to imitate latency or a server that never answers in time). Broken
+servers: ``trickle`` announces a chunk of a MiB and sends its bytes one every
+``trickle`` seconds (a client reading that chunk never gets it whole); ``trickle_headers`` sends the status line and then the
+headers one byte every ``trickle_headers`` seconds, never ending them;
+``cut`` sends the first ``cut`` bytes of the body (chunked, or with a
+Content-Length promising all of it when ``cut_chunked`` is false) and closes
+the connection. Trickles stop when the client hangs up or the server closes.
 """
 
 from __future__ import annotations
@@ -27,6 +33,10 @@ class Reply:
     headers: dict = field(default_factory=dict)
     raw: bytes | None = None
     delay: float = 0.0
+    trickle: float | None = None
+    trickle_headers: float | None = None
+    cut: int | None = None
+    cut_chunked: bool = True
 
 
 def completion_json(content: str, model: str = "fake") -> bytes:
@@ -54,6 +64,7 @@ class FakeOpenAI:
         self.responder = responder
         self.requests: list[dict] = []
         self._lock = threading.Lock()
+        self._closing = threading.Event()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -84,6 +95,14 @@ class FakeOpenAI:
                 payload = reply.raw if reply.raw is not None else (
                     completion_json(reply.content or "") if reply.status == 200 else b'{"error": "fake"}')
                 try:
+                    if reply.trickle_headers is not None:
+                        self.close_connection = True
+                        self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                        self._forever(b"X", reply.trickle_headers)
+                        return
+                    if reply.trickle is not None or reply.cut is not None:
+                        self._broken_body(reply, payload)
+                        return
                     self.send_response(reply.status)
                     for k, v in reply.headers.items():
                         self.send_header(k, str(v))
@@ -93,6 +112,26 @@ class FakeOpenAI:
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout)
+
+            def _broken_body(self, reply: Reply, payload: bytes) -> None:
+                self.close_connection = True
+                chunked = reply.trickle is not None or reply.cut_chunked
+                self.send_response(reply.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header(*(("Transfer-Encoding", "chunked") if chunked else
+                                   ("Content-Length", str(len(payload)))))
+                self.end_headers()
+                if reply.trickle is not None:  # one chunk of a MiB announced, its bytes (JSON whitespace) dribbled
+                    self.wfile.write(f"{1 << 20:x}\r\n".encode())
+                    self._forever(b" ", reply.trickle)
+                elif chunked:  # a chunk that promises the whole payload, then the connection closes
+                    self.wfile.write(f"{len(payload):x}\r\n".encode() + payload[: reply.cut])
+                else:
+                    self.wfile.write(payload[: reply.cut])
+
+            def _forever(self, piece: bytes, every: float) -> None:
+                while not fake._closing.wait(every):
+                    self.wfile.write(piece)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -107,6 +146,7 @@ class FakeOpenAI:
         return self
 
     def __exit__(self, *exc) -> None:
+        self._closing.set()
         self.server.shutdown()
         self.server.server_close()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pandas as pd
 import pytest
@@ -122,3 +123,45 @@ def test_missing_generations(tmp_path, capfd, missing):
     argv, out = _world(tmp_path, "http://127.0.0.1:9/v1")
     (tmp_path / "run1" / "generations" / f"{missing}.parquet").unlink()
     _fails(argv, out, capfd, "no generations for ['committee']")
+
+
+def test_a_judge_whose_replies_are_unparseable_stops_the_stage_with_one_line_quoting_one(tmp_path, capfd):
+    chatty = "Both reappraisals have merit; on balance I lean towards the first one. " * 10
+    with FakeOpenAI(lambda body, n: Reply(chatty)) as srv:
+        argv, out = _world(tmp_path, srv.base_url)
+        _fails(argv, out, capfd, "fake-judge.yaml", f"{2 * 2 * N_ANSWERS} of {2 * 2 * N_ANSWERS} verdicts of judge "
+               "'fake-judge' are unparseable", "max_unparseable_share 0.5", repr(chatty[:200] + "..."))
+        assert srv.count == 2 * 2 * N_ANSWERS
+        # a judge allowed that many: the same replies, re-read from the cache (nothing asked again), are kept as errors
+        argv, out = _world(tmp_path / "again", srv.base_url, judge_overrides={
+            "verdict": {"max_unparseable_share": 1}})
+        argv[argv.index("--cache-dir") + 1] = str(tmp_path / "cache")
+        assert main(argv) == 0 and srv.count == 2 * 2 * N_ANSWERS
+    assert pd.read_parquet(out["contests"])["error"].all()
+
+
+def test_a_refused_key_mid_run_stops_at_once_with_one_line_and_never_shows_the_key(tmp_path, capfd, monkeypatch):
+    secret = "sk-test-0d1e2f3a4b"
+    monkeypatch.setenv("FAKE_JUDGE_KEY", secret)
+
+    def responder(body, n):  # two answers, then the key is revoked; the calls in flight meanwhile dribble
+        if n < 2:
+            return picks_better(body, n)
+        return Reply(status=401, delay=0.2) if n == 2 else Reply(trickle=0.05)
+
+    with FakeOpenAI(responder) as srv:
+        argv, out = _world(tmp_path, srv.base_url, api_key_env="FAKE_JUDGE_KEY", judge_overrides={"request": {
+            "timeout_s": 10, "max_retries": 3, "backoff_s": 0.01, "max_backoff_s": 1, "concurrency": 2}})
+        start = time.monotonic()
+        code = main(argv)
+        elapsed = time.monotonic() - start
+        time.sleep(0.2)  # a cut call would be retried by now if it were going to be
+        asked = srv.count
+    stdout, stderr = capfd.readouterr()
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert code == 2 and len(errors) == 1
+    assert "HTTP 401" in errors[0] and "$FAKE_JUDGE_KEY" in errors[0] and "fake-judge.yaml" in errors[0]
+    assert secret not in stdout + stderr
+    assert elapsed < 5 and asked <= 4  # the 10 s calls in flight were cut, not retried; nothing more was asked
+    assert not out["judgments"].exists() and not out["contests"].exists()
+    assert len([line for line in (tmp_path / "cache" / "fake-judge.jsonl").read_text().splitlines() if line]) == 2

@@ -9,7 +9,8 @@ from reappraisal.errors import PipelineInputError
 from reappraisal.evaluation.backends import OpenAIBackend
 from reappraisal.evaluation.cache import ReplyCache, cache_key
 from reappraisal.evaluation.judging_io import contests_table
-from reappraisal.evaluation.judging import consensus, judge_contests
+from reappraisal.evaluation.judging import (QUOTE_CHARS, UnparseableVerdicts, check_parseable, consensus,
+                                             judge_contests)
 from reappraisal.stats import position_consistency
 
 from .helpers import contests_frame, openai_judge, scenarios_for
@@ -125,13 +126,59 @@ def test_a_reply_cut_by_a_kill_is_ignored_and_asked_again(tmp_path):
 
 
 def test_cache_key_covers_every_part():
-    base = dict(model_fingerprint="f", run=1, scenario="s", answer_a="a", answer_b="b", order="AB")
-    key = cache_key({"t": 1}, **base)
-    assert key == cache_key({"t": 1}, **base)
-    for change in [dict(run=2), dict(scenario="s2"), dict(answer_a="x"), dict(answer_b="x"), dict(order="BA"),
-                   dict(model_fingerprint="g")]:
-        assert cache_key({"t": 1}, **{**base, **change}) != key
-    assert cache_key({"t": 2}, **base) != key
+    base = dict(model_fingerprint="f", run=1, order="AB")
+    sent = {"model": "m", "messages": [{"role": "user", "content": "s a b"}]}
+    key = cache_key(sent, **base)
+    assert key == cache_key(dict(sent), **base)
+    for change in [dict(run=2), dict(order="BA"), dict(model_fingerprint="g")]:
+        assert cache_key(sent, **{**base, **change}) != key
+    assert cache_key({**sent, "messages": [{"role": "user", "content": "s b a"}]}, **base) != key
+
+
+def test_what_is_sent_covers_messages_and_decoding_but_not_the_verdict_pattern(tmp_path):
+    conv = [{"role": "user", "content": "RESPONSE A:\nx\n\nRESPONSE B:\ny"}]
+    base = openai_judge(tmp_path / "a", "http://127.0.0.1:9/v1")
+    other_pattern = openai_judge(tmp_path / "b", "http://127.0.0.1:9/v1",
+                                 verdict={"pattern": r"DECISION:\s*(A|B|tie)", "max_unparseable_share": 1})
+    other_decoding = openai_judge(tmp_path / "c", "http://127.0.0.1:9/v1", decoding={"max_new_tokens": 9})
+    assert base.sent(conv) == other_pattern.sent(conv)
+    assert base.sent(conv) != other_decoding.sent(conv)
+    assert base.sent(conv) != base.sent([{"role": "user", "content": "RESPONSE A:\ny\n\nRESPONSE B:\nx"}])
+
+
+def test_a_fixed_verdict_pattern_re_reads_the_cached_replies_without_asking_again(tmp_path):
+    contests = contests_frame(3)
+    n = 2 * len(contests)
+    with FakeOpenAI(picks_better) as srv:
+        wrong, s1 = _judge(tmp_path, srv, contests, verdict={"pattern": r"DECISION:\s*(A|B|tie)"})
+        assert srv.count == n and (wrong["verdict"] == "error").all()
+        fixed, s2 = _judge(tmp_path, srv, contests)  # the demo judge's pattern: VERDICT: (A|B|tie)
+        assert srv.count == n  # zero new requests: the replies were cached raw, parsed on read
+    assert (s2.cached, s2.asked) == (n, 0)
+    assert (fixed["verdict"] != "error").all()
+    assert position_consistency(fixed)["consistency"] == 1.0
+    assert list(fixed["raw"]) == list(wrong["raw"])
+
+
+def _verdicts(judge: str, verdicts: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({"judge": judge, "verdict": verdicts,
+                         "raw": [f"reply {i}: " + "no verdict here. " * 30 for i in range(len(verdicts))]})
+
+
+def test_more_unparseable_verdicts_than_the_judges_share_stop_with_one_line_quoting_a_reply(tmp_path):
+    spec = openai_judge(tmp_path, "http://127.0.0.1:9/v1")  # max_unparseable_share: the schema's 0.5
+    assert spec.max_unparseable_share == 0.5
+    check_parseable(_verdicts("fake-judge", ["A", "error", "B", "error"]), spec)  # exactly half: fine
+    check_parseable(_verdicts("other-judge", ["error"] * 4), spec)  # another judge's rows are not this judge's
+    with pytest.raises(UnparseableVerdicts) as info:
+        check_parseable(_verdicts("fake-judge", ["A", "error", "error", "error"]), spec)
+    message = str(info.value)
+    assert "\n" not in message and "fake-judge.yaml" in message
+    assert "3 of 4 verdicts of judge 'fake-judge' are unparseable" in message
+    quoted = message.split("replies such as ")[1]
+    assert quoted.startswith("'reply 1: no verdict here.") and len(quoted.split("...'")[0]) <= 1 + QUOTE_CHARS
+    lenient = openai_judge(tmp_path / "lenient", "http://127.0.0.1:9/v1", verdict={"max_unparseable_share": 1})
+    check_parseable(_verdicts("fake-judge", ["error"] * 4), lenient)
 
 
 def test_consensus_is_the_majority_of_parseable_verdicts():

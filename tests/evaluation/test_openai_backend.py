@@ -103,7 +103,7 @@ def test_api_key_goes_in_the_header_and_nowhere_else(tmp_path, monkeypatch, capf
     for path in [p for p in tmp_path.rglob("*") if p.is_file()]:
         assert secret.encode() not in path.read_bytes(), path
     assert secret not in out + err
-    assert secret not in repr(spec) and secret not in str(spec.settings())
+    assert secret not in repr(spec) and secret not in str(spec.sent(CONV))
 
 
 def test_unset_api_key_variable_is_one_clear_error(tmp_path, monkeypatch):

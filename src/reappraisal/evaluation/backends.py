@@ -14,19 +14,31 @@ stage keeps what it already paid for.
   endpoint (a vLLM server, a hosted API). The API key is read from the
   environment variable the judge YAML names and sent as ``Authorization:
   Bearer``; it is never logged, never put in an error message and never
-  written to an artifact. Each request has a timeout; 429, 408 and 5xx
-  responses, connection errors, timeouts and malformed responses are retried
-  with exponential backoff (:mod:`reappraisal.http_retry`), honouring
-  ``Retry-After`` when the server sends it; other 4xx responses (a wrong key,
-  an unknown model) stop the stage at once. At most ``request.concurrency``
-  calls are in flight. Request settings come from the validated judge spec
-  (the schema fills their defaults).
+  written to an artifact. Each attempt has a wall-clock deadline
+  (``request.timeout_s``, for the whole attempt: connecting, the headers and
+  the body, which is streamed), not only a limit per socket read: when it
+  passes, the connection is shut down (:class:`_Deadline`), so a server that
+  dribbles its reply cannot hold a call. 429, 408 and 5xx responses,
+  connection errors, deadlines, truncated or undecodable bodies, malformed
+  responses and any unexpected exception are retried with exponential backoff
+  (:mod:`reappraisal.http_retry`), honouring ``Retry-After`` when the server
+  sends it; when every attempt failed the call is a :class:`CallFailure`
+  (counted, never cached), and the other calls are still asked. Other 4xx
+  responses (401/403: the key was refused; an unknown model) stop the stage
+  at once: no retry, the calls in flight are cut and nothing more is asked.
+  At most ``request.concurrency`` calls are in flight. Request settings come
+  from the validated judge spec (the schema fills their defaults).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import os
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+import socket
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Sequence
 
@@ -88,6 +100,98 @@ class TransformersBackend:
                 progress(len(p_first))
 
 
+#: A reply body larger than this is not a chat completion a judge gives (a failed attempt, not memory exhausted).
+MAX_REPLY_BYTES = 32 << 20
+#: How much of an unexpected exception's text a failure reason keeps.
+REASON_CHARS = 200
+
+_CURRENT = threading.local()  # the _Deadline of the attempt this thread is making
+
+
+def _shutdown(conn) -> None:
+    """Shut down a connection's socket (both ways), so a read blocked on it returns at once."""
+    sock = getattr(conn, "sock", None)
+    if sock is not None:
+        try:
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the plain socket's: an SSL socket's would drop its state
+        except OSError:
+            pass  # already closed
+
+
+class _Deadline:
+    """One attempt's wall-clock limit: when it passes (or :meth:`cut` is called), its connection is shut down.
+
+    The connection is attached by the pools of :func:`_tracking_pools` when a
+    request is sent on it (so slow headers are cut too) and, for any other
+    connection (a proxy's), once the headers arrived. A connection remembers
+    the deadline that last used it, so a deadline never cuts a connection
+    another call took over from the pool.
+    """
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.at = time.monotonic() + seconds
+        self.passed = False
+        self._conn = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self.cut)
+        self._timer.daemon = True
+
+    def attach(self, conn) -> None:
+        if conn is None:
+            return
+        with self._lock:
+            self._conn = conn
+            conn._judge_deadline = self
+            if self.passed:
+                _shutdown(conn)
+
+    def cut(self) -> None:
+        with self._lock:
+            self.passed = True
+            if self._conn is not None and getattr(self._conn, "_judge_deadline", None) is self:
+                _shutdown(self._conn)
+
+    def __enter__(self) -> "_Deadline":
+        _CURRENT.deadline = self
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
+        with self._lock:
+            self._conn = None
+        _CURRENT.deadline = None
+
+
+@functools.cache
+def _tracking_pools() -> dict:
+    """urllib3 pool classes whose connections attach themselves to the sending thread's :class:`_Deadline`."""
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    class Tracked:
+        def request(self, *args, **kwargs):
+            deadline = getattr(_CURRENT, "deadline", None)
+            if deadline is not None:
+                deadline.attach(self)
+            return super().request(*args, **kwargs)
+
+    class TrackedHTTPConnection(Tracked, HTTPConnection):
+        pass
+
+    class TrackedHTTPSConnection(Tracked, HTTPSConnection):
+        pass
+
+    class TrackedHTTPPool(HTTPConnectionPool):
+        ConnectionCls = TrackedHTTPConnection
+
+    class TrackedHTTPSPool(HTTPSConnectionPool):
+        ConnectionCls = TrackedHTTPSConnection
+
+    return {"http": TrackedHTTPPool, "https": TrackedHTTPSPool}
+
+
 class OpenAIBackend:
     """An OpenAI-compatible chat-completions endpoint (see module doc)."""
 
@@ -102,16 +206,22 @@ class OpenAIBackend:
         self.backoff = Backoff(float(req["backoff_s"]), float(req["max_backoff_s"]))
         self.concurrency = int(req["concurrency"])
         self._headers = {"Content-Type": "application/json"}
+        self._key = None
         if spec.api_key_env:
             key = os.environ.get(spec.api_key_env)
             if not key:
                 raise ConfigError(f"api_key_env names the environment variable {spec.api_key_env}, which is not set",
                                   where=spec.path)
+            self._key = key
             self._headers["Authorization"] = f"Bearer {key}"
         self._session = session or requests.Session()
         adapter = requests.adapters.HTTPAdapter(pool_connections=self.concurrency, pool_maxsize=self.concurrency)
+        adapter.poolmanager.pool_classes_by_scheme = _tracking_pools()
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
+        self._stop = threading.Event()  # set when the stage stops: no more attempts, no more waits
+        self._active: set[_Deadline] = set()
+        self._active_lock = threading.Lock()
 
     def body(self, conversation: Conversation) -> dict:
         d = self.spec.decoding
@@ -126,59 +236,146 @@ class OpenAIBackend:
             body["seed"] = int(d["seed"])
         return body
 
-    def _post_once(self, conversation: Conversation) -> str:
-        import requests
+    def _redact(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
 
+    def _unexpected(self, exc: BaseException) -> str:
+        """``exc`` as one short line that never shows the API key."""
+        text = " ".join(str(exc).split())
+        text = text if len(text) <= REASON_CHARS else text[:REASON_CHARS] + "..."
+        return self._redact(f"unexpected {type(exc).__name__}" + (f" ({text})" if text else ""))
+
+    def _refused(self, resp) -> EndpointRefused:
+        if resp.status_code in (401, 403):
+            key = f"the API key in ${self.spec.api_key_env}" if self.spec.api_key_env else "a request without an API key"
+            what = f"it refused {key}; check the key and its access to model {self.spec.model!r}"
+        else:
+            what = "check the judge's model name, base_url and API key"
+        return EndpointRefused(self._redact(f"{self.url} answered HTTP {resp.status_code} ({resp.reason}): {what}"),
+                               where=self.spec.path)
+
+    def _read_body(self, resp, deadline: _Deadline) -> bytes:
+        parts, size = [], 0
+        for chunk in resp.iter_content(chunk_size=1 << 14):
+            size += len(chunk)
+            if size > MAX_REPLY_BYTES:
+                raise Retryable(f"reply larger than {MAX_REPLY_BYTES} bytes")
+            if deadline.passed or time.monotonic() > deadline.at:
+                raise Retryable(f"no answer within {self.timeout:g} s (the reply was still arriving)")
+            parts.append(chunk)
+        return b"".join(parts)
+
+    def _post_once(self, conversation: Conversation, deadline: _Deadline) -> str:
+        resp = self._session.post(self.url, json=self.body(conversation), headers=self._headers, timeout=self.timeout,
+                                  stream=True)
+        with resp:  # closes the connection unless the body was read to its end
+            deadline.attach(getattr(resp.raw, "connection", None))  # a connection not from the tracking pools
+            if resp.status_code in (408, 429) or resp.status_code >= 500:
+                raise Retryable(f"HTTP {resp.status_code}", parse_retry_after(resp.headers.get("Retry-After")))
+            if resp.status_code >= 400:
+                raise self._refused(resp)
+            raw = self._read_body(resp, deadline)
         try:
-            resp = self._session.post(self.url, json=self.body(conversation), headers=self._headers, timeout=self.timeout)
-        except requests.Timeout:
-            raise Retryable(f"no answer within {self.timeout:g} s") from None
-        except requests.ConnectionError as exc:
-            raise Retryable(f"connection failed ({type(exc).__name__})") from None
-        if resp.status_code in (408, 429) or resp.status_code >= 500:
-            raise Retryable(f"HTTP {resp.status_code}", parse_retry_after(resp.headers.get("Retry-After")))
-        if resp.status_code >= 400:
-            raise EndpointRefused(f"{self.url} answered HTTP {resp.status_code} ({resp.reason}); check the judge's "
-                                  "model name, base_url and API key", where=self.spec.path)
-        try:
-            content = resp.json()["choices"][0]["message"]["content"]
+            content = json.loads(raw)["choices"][0]["message"]["content"]
+        except UnicodeDecodeError:
+            raise Retryable("undecodable response (not UTF-8)") from None
         except (ValueError, KeyError, IndexError, TypeError):
             raise Retryable("malformed response (not a chat completion)") from None
         if not isinstance(content, str):
             raise Retryable("malformed response (message content is not text)")
         return content
 
+    def _as_retryable(self, exc: Exception, deadline: _Deadline) -> Retryable:
+        """The failed attempt ``exc`` as a :class:`Retryable` with a one-line reason."""
+        import requests
+        from urllib3.exceptions import ProtocolError, ReadTimeoutError
+
+        name = type(exc).__name__
+        if self._stop.is_set():
+            return Retryable("the stage stopped")
+        if deadline.passed or isinstance(exc, requests.Timeout) or (
+                isinstance(exc, requests.ConnectionError) and exc.args and isinstance(exc.args[0], ReadTimeoutError)):
+            return Retryable(f"no answer within {self.timeout:g} s")
+        if isinstance(exc, (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError,
+                            ProtocolError)):
+            return Retryable(f"truncated or undecodable response ({name})")
+        if isinstance(exc, requests.ConnectionError):
+            return Retryable(f"connection failed ({name})")
+        return Retryable(self._unexpected(exc))
+
+    def _attempt(self, conversation: Conversation) -> str:
+        """One attempt within its deadline; every failure but a refusal is a :class:`Retryable`."""
+        deadline = _Deadline(self.timeout)
+        with self._active_lock:
+            self._active.add(deadline)
+        try:
+            if self._stop.is_set():  # checked after registering: stop() either sees this deadline or was first
+                raise Retryable("the stage stopped")
+            with deadline:
+                return self._post_once(conversation, deadline)
+        except PipelineInputError:
+            raise
+        except Exception as exc:  # anything else is one failed attempt, never the stage's traceback
+            if isinstance(exc, Retryable) and not deadline.passed and not self._stop.is_set():
+                raise
+            raise self._as_retryable(exc, deadline) from None  # a cut connection's symptom named by its cause
+        finally:
+            with self._active_lock:
+                self._active.discard(deadline)
+
     def call(self, conversation: Conversation) -> str | CallFailure:
         """One reply, with retries; a :class:`CallFailure` when every attempt failed."""
         try:
-            return call_with_retries(self._post_once, conversation, max_retries=self.max_retries, backoff=self.backoff)
+            return call_with_retries(self._attempt, conversation, max_retries=self.max_retries, backoff=self.backoff,
+                                     sleep=self._stop.wait)
         except Retryable as last:
             return CallFailure(f"{last.reason} after {self.max_retries + 1} attempt(s)")
 
+    def stop(self) -> None:
+        """Stop at once: no new attempt or retry wait, every call in flight cut at its connection."""
+        self._stop.set()
+        with self._active_lock:
+            active = list(self._active)
+        for deadline in active:
+            deadline.cut()
+
+    def _outcome(self, fut: Future) -> str | CallFailure:
+        try:
+            return fut.result()
+        except PipelineInputError:
+            raise
+        except Exception as exc:  # a worker that crashed outside its attempts: one failed call, the pool goes on
+            return CallFailure(self._unexpected(exc))
+
     def replies(self, conversations: Sequence[Conversation], progress=None) -> Iterator[tuple[int, str | CallFailure]]:
+        self._stop.clear()
         pending = iter(enumerate(conversations))
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            running = {}
-            for i, conv in pending:
-                running[pool.submit(self.call, conv)] = i
-                if len(running) >= self.concurrency:
-                    break
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=f"judge-{self.spec.name}")
+        running: dict[Future, int] = {}
+
+        def submit_next() -> None:
+            nxt = next(pending, None)
+            if nxt is not None:
+                running[pool.submit(self.call, nxt[1])] = nxt[0]
+
+        finished = False
+        try:
+            for _ in range(self.concurrency):
+                submit_next()
             while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in done:
                     i = running.pop(fut)
-                    try:
-                        result = fut.result()
-                    except EndpointRefused:
-                        for other in running:
-                            other.cancel()
-                        raise
+                    result = self._outcome(fut)  # a refusal (PipelineInputError) stops everything below
+                    submit_next()  # before yielding: the pool stays busy while the caller stores the reply
                     if progress is not None:
                         progress(1)
                     yield i, result
-                    nxt = next(pending, None)
-                    if nxt is not None:
-                        running[pool.submit(self.call, nxt[1])] = nxt[0]
+            finished = True
+        finally:
+            if not finished:  # refused, or the caller stopped reading: cut what is in flight, ask nothing more
+                self.stop()
+            pool.shutdown(wait=finished, cancel_futures=True)
 
 
 def make_backend(spec: JudgeSpec, *, run: object = None, **kwargs):

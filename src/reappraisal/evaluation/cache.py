@@ -1,17 +1,21 @@
 """On-disk cache of judge replies, one append-only JSONL file per (run, judge).
 
-Key: sha256 of the canonical JSON of (judge settings including the template,
-verdict pattern and decoding; the model's fingerprint; the run; the
-scenario; the answer in slot A; the answer in slot B; the order). Editing a
-template or a decoding parameter therefore never reuses an old reply, and a
-run never reads another run's replies: each run has its own file AND the run
-is in the key.
+Each line is one raw reply, keyed by what was sent: sha256 of the canonical
+JSON of (what the judge was sent: backend, model, the rendered messages,
+prefill, decoding, a panel's settings (:meth:`JudgeSpec.sent`); the model's
+fingerprint; the run; the order). Editing a template or a decoding parameter
+therefore never reuses an old reply, and a run never reads another run's
+replies: each run has its own file AND the run is in the key. How a reply
+is read (the verdict pattern and labels) is not in the key: the verdict is
+parsed when the reply is read, so fixing a pattern re-reads the cached
+replies instead of asking again. (Files written before the key was built
+this way simply miss: their calls are asked again.)
 
 Only replies the judge actually gave are stored (including replies with no
 parseable verdict, which are counted as ``error``); a call that failed
-(timeout, HTTP error after its retries, malformed response) is never
-stored, so the next run asks again. Each line is flushed as soon as its
-reply arrives, so a killed stage loses at most the calls in flight; a
+(timeout, HTTP error after its retries, truncated or malformed response) is
+never stored, so the next run asks again. Each line is flushed as soon as
+its reply arrives, so a killed stage loses at most the calls in flight; a
 half-written last line is ignored on reading.
 """
 
@@ -24,16 +28,12 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 
-def cache_key(settings: Mapping[str, Any], *, model_fingerprint: str, run: Any, scenario: str,
-              answer_a: str, answer_b: str, order: str) -> str:
-    """The hex sha256 identifying one judge call (see module doc)."""
+def cache_key(sent: Mapping[str, Any], *, model_fingerprint: str, run: Any, order: str) -> str:
+    """The hex sha256 identifying one judge call (see module doc); ``sent`` is what the judge is sent."""
     payload = {
-        "judge": settings,
+        "sent": sent,
         "model_fingerprint": model_fingerprint,
         "run": str(run),
-        "scenario": scenario,
-        "answer_a": answer_a,
-        "answer_b": answer_b,
         "order": order,
     }
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

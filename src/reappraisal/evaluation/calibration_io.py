@@ -9,7 +9,9 @@ the verdicts to ``results/evaluation/calibration/judgments.parquet``. When a
 judge the evaluation uses (``evaluation.judges``) falls below
 ``min_agreement`` the stage stops with a message saying so, unless
 ``accept_weak_judge`` is set, in which case the file records that it was
-accepted knowingly (the report shows it).
+accepted knowingly (the report shows it). A judge the evaluation uses whose
+verdicts are mostly unparseable stops the stage at once
+(:func:`.judging.check_parseable`); the other candidates are only measured.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from .cache import ReplyCache
 from .calibration import decide, judge_calibration
 from .human_pairs import as_contests, human_pairs
 from .judge_spec import JUDGES_DIR, load_judge
-from .judging import judge_contests
+from .judging import check_parseable, judge_contests
 from .panel import check_panel_allowed
 
 
@@ -58,6 +60,8 @@ def calibrate(targets: pd.DataFrame, vignettes: pd.DataFrame, params: dict, *, c
                                       fingerprint=judge_fingerprint(spec),
                                       backend_factory=lambda s=spec: make_backend(s, run="calibration"),
                                       judge_kind="calibration", progress_desc=f"calibrate {name}")
+        if name in ev["judges"]:  # a candidate only measured may be unparseable (it shows in its n_errors)
+            check_parseable(table, spec)
         numbers[name] = judge_calibration(table, pairs, delta=float(cal["delta"]), margin_edges=cal["margin_edges"])
         tables.append(table)
     decision = decide(numbers, selected=ev["judges"], min_agreement=float(cal["min_agreement"]),

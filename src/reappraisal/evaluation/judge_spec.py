@@ -3,9 +3,10 @@
 Judge settings are data (validated against
 ``workflow/schemas/judge.schema.yaml``): backend, model, prompt template,
 verdict pattern and decoding. This module renders a contest's prompt for one
-order, parses a reply into ``A`` / ``B`` / ``tie`` / ``error`` and names the
-settings that make up the verdict cache key. Pure apart from reading the
-YAML file.
+order, parses a reply into ``A`` / ``B`` / ``tie`` / ``error`` and names what
+makes up a reply's cache key: what the judge is sent (:meth:`JudgeSpec.sent`),
+never how its reply is read, so a fixed verdict pattern re-reads the cached
+replies instead of asking again. Pure apart from reading the YAML file.
 
 Slots: the user template must contain ``{scenario}``, ``{answer_a}`` and
 ``{answer_b}``; they are replaced literally (other braces stay as written).
@@ -50,6 +51,7 @@ class JudgeSpec:
     labels: Mapping[str, str]
     decoding: Mapping[str, Any]
     batch_size: int  # no default here: the schema's is the one
+    max_unparseable_share: float  # verdict.max_unparseable_share (the schema's default)
     request: Mapping[str, Any] = field(default_factory=dict)
     base_url: str | None = None
     api_key_env: str | None = None
@@ -77,21 +79,22 @@ class JudgeSpec:
                 return verdict
         return ERROR
 
-    def settings(self) -> dict[str, Any]:
-        """Everything that determines a reply: the cache key's judge part.
+    def sent(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        """Everything that determines a reply to ``messages``: the cache key's judge part.
 
-        Not in it: secrets, request tuning (timeouts, retries, concurrency)
-        and the endpoint's address (a server restarted on another port or
-        host serving the same model keeps its cache).
+        The messages themselves (so the template, the scenario and both
+        answers), the backend, the model, the prefill, the decoding and a
+        panel's settings. Not in it: the verdict pattern and labels (a reply is
+        parsed when it is read, so fixing the pattern re-reads cached
+        replies), secrets, request tuning (timeouts, retries, concurrency) and
+        the endpoint's address (a server restarted on another port or host
+        serving the same model keeps its cache).
         """
         out = {
             "backend": self.backend,
             "model": self.model,
-            "system": self.system,
-            "user": self.user,
+            "messages": [dict(sorted(m.items())) for m in messages],
             "prefill": self.prefill,
-            "pattern": self.pattern,
-            "labels": dict(sorted(self.labels.items())),
             "decoding": dict(sorted(self.decoding.items())),
         }
         if self.backend == "panel":
@@ -174,6 +177,7 @@ def spec_from_mapping(name: str, raw: Any, *, where: str) -> JudgeSpec:
         base_url=raw.get("base_url"),
         api_key_env=raw.get("api_key_env"),
         batch_size=int(raw["batch_size"]),
+        max_unparseable_share=float(raw["verdict"]["max_unparseable_share"]),
         path=where,
         prefill=raw["template"].get("prefill"),
         panel=raw["panel"] if raw["backend"] == "panel" else {},
@@ -187,7 +191,8 @@ PANEL_VERDICT_LINES = {"A": "VERDICT: A", "B": "VERDICT: B", "tie": "VERDICT: ti
 def _check_panel_reply_parses(raw: Mapping[str, Any], where: str) -> None:
     """A panel replies ``VERDICT: A|B|tie``: the judge's pattern and labels must read that back."""
     probe = JudgeSpec(name="", backend="panel", model="", system=None, user="", pattern=raw["verdict"]["pattern"],
-                      labels=raw["verdict"]["labels"], decoding={}, batch_size=1)
+                      labels=raw["verdict"]["labels"], decoding={}, batch_size=1,
+                      max_unparseable_share=raw["verdict"]["max_unparseable_share"])
     for verdict, line in PANEL_VERDICT_LINES.items():
         if probe.parse(line) != verdict:
             raise ConfigError(f"verdict.pattern/labels read the panel's reply {line!r} as {probe.parse(line)!r}; a panel "

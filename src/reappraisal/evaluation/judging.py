@@ -1,14 +1,18 @@
 """Judge contests in both orders, through the reply cache, with any backend.
 
 Every contest is asked twice: order ``AB`` puts the arm's answer in slot A,
-order ``BA`` puts it in slot B. A request's cache key covers the judge's
-settings, the model's fingerprint, the run, the scenario, both slot texts
-and the order (:mod:`.cache`). Only requests missing from the cache reach
-the backend (which is not even loaded when nothing is missing), each reply
-is cached as it arrives, and a reply with no parseable verdict is recorded
-as ``error`` and counted, never dropped. Calls that failed are not cached;
-when any failed the stage stops after all others were asked, saying how
-many, so a rerun asks only for what is still missing.
+order ``BA`` puts it in slot B. A request's cache key covers what the judge
+is sent (its rendered messages, model, decoding, ...), the model's
+fingerprint, the run and the order (:mod:`.cache`); the verdict pattern is
+not in it, so a reply is parsed when it is read and a fixed pattern re-reads
+the cached replies. Only requests missing from the cache reach the backend
+(which is not even loaded when nothing is missing), each reply is cached as
+it arrives, and a reply with no parseable verdict is recorded as ``error``
+and counted, never dropped. Calls that failed are not cached; when any
+failed the stage stops after all others were asked, saying how many, so a
+rerun asks only for what is still missing. :func:`check_parseable` stops a
+stage whose judge's replies are mostly unparseable (a wrong pattern or a
+judge that ignores the format), naming the judge and quoting one reply.
 """
 
 from __future__ import annotations
@@ -52,15 +56,13 @@ def judge_contests(contests: pd.DataFrame, scenarios: dict[str, str], spec: Judg
     ``scenarios``: vignette_id -> scenario text. ``backend_factory`` builds
     the backend only when some reply is missing from ``cache``.
     """
-    settings = spec.settings()
     requests: list[tuple[int, str, str, list[dict]]] = []  # (row, order, key, conversation)
     for i, c in enumerate(contests.itertuples(index=False)):
         scenario = scenarios[c.vignette_id]
         for order in ORDERS:
-            a, b = slot_texts(c, order)
-            key = cache_key(settings, model_fingerprint=fingerprint, run=run, scenario=scenario,
-                            answer_a=a, answer_b=b, order=order)
-            requests.append((i, order, key, spec.messages(scenario, a, b)))
+            messages = spec.messages(scenario, *slot_texts(c, order))
+            key = cache_key(spec.sent(messages), model_fingerprint=fingerprint, run=run, order=order)
+            requests.append((i, order, key, messages))
     stats = JudgingStats(requests=len(requests))
     missing: dict[str, list[dict]] = {}
     for _, _, key, conv in requests:
@@ -97,6 +99,33 @@ def judge_contests(contests: pd.DataFrame, scenarios: dict[str, str], spec: Judg
             "model_answer_id": c["model_answer_id"], "opponent_answer_id": c["opponent_answer_id"],
         })
     return pd.DataFrame(rows, columns=JUDGMENT_COLUMNS), stats
+
+
+#: How much of an unparseable reply the stopping message quotes.
+QUOTE_CHARS = 200
+
+
+class UnparseableVerdicts(PipelineInputError):
+    """More of a judge's verdicts are unparseable than its ``verdict.max_unparseable_share`` allows."""
+
+
+def quote(text: str | None, limit: int = QUOTE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, as one line (``repr``: newlines escaped)."""
+    text = "" if text is None else str(text)
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def check_parseable(judgments: pd.DataFrame, spec: JudgeSpec) -> None:
+    """Stop when more than ``spec.max_unparseable_share`` of ``spec``'s verdicts are ``error`` (one line)."""
+    mine = judgments[judgments["judge"] == spec.name]
+    bad = mine[mine["verdict"] == "error"]
+    if mine.empty or len(bad) <= spec.max_unparseable_share * len(mine):
+        return
+    raise UnparseableVerdicts(
+        f"{len(bad)} of {len(mine)} verdicts of judge {spec.name!r} are unparseable, more than "
+        f"verdict.max_unparseable_share {spec.max_unparseable_share:g}; verdict.pattern {spec.pattern!r} finds no "
+        f"label in replies such as {quote(bad['raw'].iloc[0])}; fix the pattern or labels (the replies are "
+        "cached: a rerun re-reads them without asking again) or the template", where=spec.path)
 
 
 def consensus(judgments: pd.DataFrame, judges: Sequence[str], name: str = "consensus") -> pd.DataFrame:

@@ -4,7 +4,9 @@ Reads the run's generations (every arm and every generated opponent), draws
 the contests (:mod:`.draw`) against every opponent, has each held-out judge
 (config ``evaluation.judges``, each calibrated first) judge every contest in
 both orders through this run's own reply cache
-(``results/evaluation/cache/run{run}/<judge>.jsonl``), adds the reward-path
+(``results/evaluation/cache/run{run}/<judge>.jsonl``; a judge whose verdicts
+are mostly unparseable stops the stage, :func:`.judging.check_parseable`),
+adds the reward-path
 scorers' verdicts on the configured opponents' contests and, with several
 held-out judges, their consensus. Writes the judgments table (one row per
 verdict, raw judge text kept) and the contests table (both orders combined
@@ -32,7 +34,7 @@ from .backends import judge_fingerprint, make_backend
 from .cache import ReplyCache
 from .draw import draw_contests
 from .judge_spec import JUDGES_DIR, load_judge
-from .judging import JUDGMENT_COLUMNS, consensus, judge_contests
+from .judging import JUDGMENT_COLUMNS, check_parseable, consensus, judge_contests
 from .opponents import answer_pools
 from .panel import check_panel_allowed
 from .reward_path import ensemble_judgments, grm_judgments
@@ -122,6 +124,7 @@ def judge_run(run: int, contests: pd.DataFrame, scenarios: dict[str, str], param
                                           progress_desc=f"judge {name} run {run}")
         print(f"judge {name} run {run}: {stats.requests} verdicts ({stats.cached} cached, {stats.asked} asked), "
               f"{int((table['verdict'] == 'error').sum())} unparseable")
+        check_parseable(table, spec)
         frames.append(table)
     if len(ev["judges"]) > 1:
         frames.append(consensus(pd.concat(frames, ignore_index=True), ev["judges"]))
