@@ -5,11 +5,20 @@ The cases marked "once silently wrong" gave wrong tables without a word before: 
 with two columns of one name (the first was used), a rating source without a study (raters
 of all studies pooled under study ''), a text field over the csv module's 128 KiB limit
 (reported as malformed with no line), a training scenario without human reappraisals
-(failed two stages later naming an interim parquet), a semicolon-delimited file.
+(failed two stages later naming an interim parquet), a semicolon-delimited file, a ratings
+file holding only its header (its study vanished), a rating's own scenario column that
+contradicted its reappraisal's scenario (ignored), a YAML boolean filter that never matched
+the file's TRUE/FALSE (nothing dropped), UTF-16 without a byte-order mark (reported as a
+delimiter problem), a 200,000-character header (echoed in full).
+
+``MESSY_BUT_VALID`` are messy exports that must give correct tables: ids with stray spaces
+(once two raters z-scored apart), booleans spelled by the survey tool, JSON records with
+nested fields.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 
 import pandas as pd
@@ -56,6 +65,32 @@ REAPP_WITH_SCENARIOS = (
     "r3,v2,Your boss yelled.,Stress.\nr4,v2,Your boss yelled at you loudly.,HR.\n"
 )
 
+RATINGS_WITH_SCENARIO_CFG = cfg_with(f"{RATINGS_SRC}.columns.vignette_id", "scen")
+NOT_FALSE_CFG = cfg_with(f"{RATINGS_SRC}.filters", [{"column": "Finished", "not_equals": False}])
+EQUALS_TRUE_CFG = cfg_with(f"{RATINGS_SRC}.filters", [{"column": "Finished", "equals": True}])
+HUGE = "Q" * 200_000  # a survey tool's question text as a header name
+
+JSON_REAPP_CFG = cfg_with(
+    "ingest.reappraisals.0",
+    {
+        "files": "reapp.json",
+        "format": "json",
+        "study": "1",
+        "author_type": "human",
+        "columns": {"reappraisal_id": "response.id", "vignette_id": "scenario", "text": "response.text"},
+    },
+)
+JSONL_REAPP_CFG = cfg_with("ingest.reappraisals.0.files", "reapp.jsonl", cfg_with("ingest.reappraisals.0.format", "jsonl", JSON_REAPP_CFG))
+
+
+def json_reappraisals(texts: dict[str, tuple[str, str]]) -> str:
+    """A pretty-printed JSON array of nested reappraisal records, each over 7 lines: records start on lines 2, 9, 16, ..."""
+    records = [{"scenario": scen, "response": {"id": rid, "text": text}} for rid, (scen, text) in texts.items()]
+    return json.dumps(records, indent=2) + "\n"
+
+
+JSON_TEXTS = {"r1": ("v1", "Maybe."), "r2": ("v1", "Ask."), "r3": ("v2", "Stress."), "r4": ("v2", "HR.")}
+
 BAD_INPUTS = [
     # (id, file overrides, config, fragments the one error line must contain)
     # -- reading files
@@ -73,6 +108,39 @@ BAD_INPUTS = [
      cfg_with("ingest.reappraisals.0.max_field_chars", 1000), ["reapp.csv, line 3", "column 'answer'", "limit of 1000", "max_field_chars"]),
     ("corrupt_parquet", {"ratings.parquet": b"PAR1 not really"}, cfg_with(f"{RATINGS_SRC}.files", "ratings.parquet", cfg_with(f"{RATINGS_SRC}.format", "parquet")), ["ratings.parquet", "Parquet"]),
     ("skip_rows_beyond_file", {}, cfg_with(f"{RATINGS_SRC}.skip_rows_after_header", 9), ["ratings.csv", "skip_rows_after_header"]),
+    # once silently wrong: a UTF-16 file without BOM decoded as UTF-8 was "the header has one column ... delimiter"
+    ("utf16_without_bom_read_as_utf8", {"ratings.csv": GOOD["ratings.csv"].encode("utf-16-le")}, DATA_CFG,
+     ["ratings.csv, line 1", "not valid UTF-8", "NUL byte", "utf-16-le", "data.ingest.ratings[0].encoding"]),
+    ("utf16_declared_without_bom", {"ratings.csv": GOOD["ratings.csv"].encode("utf-16-be")}, cfg_with(f"{RATINGS_SRC}.encoding", "utf-16"),
+     ["ratings.csv, line 1", "no byte-order mark", "utf-16-be", "data.ingest.ratings[0].encoding"]),
+    ("utf8_declared_utf16_le", {}, cfg_with(f"{RATINGS_SRC}.encoding", "utf-16-le"), ["ratings.csv, line 1", "not valid utf-16-le text", "is it UTF-8?"]),
+    ("utf16_bom_declared_utf8", {"ratings.csv": codecs.BOM_UTF16_LE + GOOD["ratings.csv"].encode("utf-16-le")}, DATA_CFG,
+     ["ratings.csv, line 1", "UTF-16 byte-order mark", "encoding: utf-16"]),
+    # once silently wrong: a header-only ratings file made its whole study vanish
+    ("ratings_file_with_header_only", {"ratings.csv": "rater,rid,eff,emp\n"}, DATA_CFG, ["error: ratings.csv:", "a header but no data rows", "data.ingest.ratings[0].files"]),
+    ("header_only_after_skipped_rows", {"ratings.csv": "rater,rid,eff,emp\nquestion text,,,\n"}, cfg_with(f"{RATINGS_SRC}.skip_rows_after_header", 1),
+     ["error: ratings.csv:", "no data rows after the 1 row(s)", "skip_rows_after_header"]),
+    ("ratings_file_with_blank_ratings_only", {"ratings.csv": "rater,rid,eff,emp\np1,r1,,\np2,r1,NA,\n"}, cfg_with(f"{RATINGS_SRC}.missing_values", ["NA"]),
+     ["error: ratings.csv:", "no rating in 2 row(s)", "missing_values"]),
+    ("json_empty_array", {"reapp.json": "[]\n"}, JSON_REAPP_CFG, ["error: reapp.json:", "no records"]),
+    # once echoed in full: a 200,000-character header name
+    ("huge_header_is_quoted_clipped", {"ratings.csv": f"rater,rid,eff,{HUGE}\np1,r1,5,4\n"}, DATA_CFG,
+     ["ratings.csv", "missing column 'emp'", "(200000 characters)"]),
+    ("huge_value_is_quoted_clipped", {"ratings.csv": f"rater,rid,eff,emp\np1,r1,5,{HUGE}\n"}, DATA_CFG,
+     ["ratings.csv, line 2, column 'emp'", "must be a number", "(200000 characters)"]),
+    # -- JSON sources
+    ("json_not_an_array", {"reapp.json": '{"scenario": "v1"}\n'}, JSON_REAPP_CFG, ["reapp.json, line 1", "one array of records", "format: jsonl"]),
+    ("json_malformed_record", {"reapp.json": json_reappraisals(JSON_TEXTS).replace('"Ask."', '"Ask.,')}, JSON_REAPP_CFG, ["reapp.json, line 13", "malformed JSON"]),
+    ("jsonl_malformed_record", {"reapp.jsonl": '{"scenario": "v1", "response": {"id": "r1", "text": "Maybe."}}\n{"scenario": "v1",\n'}, JSONL_REAPP_CFG,
+     ["reapp.jsonl, line 2", "malformed JSON Lines"]),
+    ("jsonl_record_not_an_object", {"reapp.jsonl": '{"scenario": "v1", "response": {"id": "r1", "text": "Maybe."}}\n["v1", "r2"]\n'}, JSONL_REAPP_CFG,
+     ["reapp.jsonl, line 2", "must be a JSON object"]),
+    ("json_missing_field_path", {"reapp.json": json_reappraisals(JSON_TEXTS)}, cfg_with("ingest.reappraisals.0.columns.text", "response.txt", JSON_REAPP_CFG),
+     ["reapp.json", "missing column 'response.txt'", "'response.text'", "data.ingest.reappraisals[0].columns.text"]),
+    # the second record (lines 9-15) has a blank text: the line it starts on is named
+    ("json_record_line_is_named", {"reapp.json": json_reappraisals({**JSON_TEXTS, "r2": ("v1", " ")})}, JSON_REAPP_CFG, ["reapp.json, line 9", "'text' is empty"]),
+    ("json_with_delimiter", {"reapp.json": json_reappraisals(JSON_TEXTS)}, cfg_with("ingest.reappraisals.0.delimiter", ";", JSON_REAPP_CFG),
+     ["data.ingest.reappraisals[0].delimiter", "no delimiter"]),
     # -- the mapping
     ("missing_column", {"ratings.csv": "rater,rid,eff\np1,r1,5\n"}, DATA_CFG, ["ratings.csv", "'emp'", "missing column", "data.ingest.ratings[0].dimensions.empathy"]),
     ("mapping_to_missing_file", {}, cfg_with(f"{RATINGS_SRC}.files", "nothere_*.csv"), ["data.ingest.ratings[0].files", "matches no file"]),
@@ -85,6 +153,10 @@ BAD_INPUTS = [
     ("filter_on_missing_column", {}, cfg_with(f"{RATINGS_SRC}.filters", [{"column": "Finished", "equals": 1}]), ["ratings.csv", "'Finished'", "data.ingest.ratings[0].filters[0].column"]),
     ("filter_keeps_no_row", {"ratings.csv": "rater,rid,eff,emp,Finished\np1,r1,5,4,True\np2,r1,6,6,True\n"},
      cfg_with(f"{RATINGS_SRC}.filters", [{"column": "Finished", "equals": 1}]), ["data.ingest.ratings[0].filters[0]", "keeps no row", "'True'"]),
+    # once silently wrong: `not_equals: false` never matched a file's FALSE, so no unfinished response was dropped;
+    # a boolean on a column of other spellings is refused, not left to match nothing
+    ("boolean_filter_on_yes_no_column", {"ratings.csv": "rater,rid,eff,emp,Finished\np1,r1,5,4,Yes\np2,r1,6,6,No\n"}, NOT_FALSE_CFG,
+     ["data.ingest.ratings[0].filters[0].not_equals", "YAML boolean false", "'Yes'", "line 2", "quote the file's own text"]),
     ("hash_id_from_blank_cell", {"reapp.csv": "rid,scen,answer\nr1,v1,Maybe.\nr2,v1,\nr3,v2,Stress.\nr4,v2,HR.\n"},
      cfg_with("ingest.reappraisals.0.columns.reappraisal_id", {"hash": ["answer"]}), ["reapp.csv, line 3", "blank cell", "'answer'"]),
     ("distinct_scenario_with_two_texts", {"reapp.csv": REAPP_WITH_SCENARIOS}, DISTINCT_CFG, ["reapp.csv, line 5", "'v2'", "reapp.csv, line 4"]),
@@ -100,12 +172,24 @@ BAD_INPUTS = [
     ("rating_out_of_scale", {"ratings.csv": "rater,rid,eff,emp\np1,r1,5,4\np1,r2,9,2\n"}, DATA_CFG, ["ratings.csv, line 3, column 'eff'", "outside the declared scale", "data.ingest.ratings[0].scale"]),
     ("matrix_rating_out_of_scale", {"ratings.csv": "ResponseId,Finished,r1_eff,r1_emp,r2_eff\nR_1,1,5,4,\nR_2,1,,8,6\n"}, MATRIX_CFG, ["ratings.csv, line 3, column 'r1_emp'", "outside"]),
     ("duplicate_rating", {"ratings.csv": "rater,rid,eff,emp\np1,r1,5,4\np1,r1,3,2\n"}, DATA_CFG, ["ratings.csv, line 3", "duplicate"]),
-    ("unknown_scenario", {"reapp.csv": "rid,scen,answer\nr1,v1,Maybe.\nr2,v9,You could.\nr3,v2,Stress.\nr4,v2,HR.\n"}, DATA_CFG, ["reapp.csv, line 3", "'v9'"]),
-    ("unknown_reappraisal", {"ratings.csv": "rater,rid,eff,emp\np1,r1,5,4\np1,r7,3,2\n"}, DATA_CFG, ["ratings.csv, line 3", "'r7'"]),
+    # an unknown id names the file using it and the files that should define it
+    ("unknown_scenario", {"reapp.csv": "rid,scen,answer\nr1,v1,Maybe.\nr2,v9,You could.\nr3,v2,Stress.\nr4,v2,HR.\n"}, DATA_CFG,
+     ["reapp.csv, line 3", "'v9'", "unknown scenario id 'v9': defined by no vignettes source (vignettes.csv)"]),
+    ("unknown_reappraisal", {"ratings.csv": "rater,rid,eff,emp\np1,r1,5,4\np1,r7,3,2\n"}, DATA_CFG,
+     ["ratings.csv, line 3", "'r7'", "unknown reappraisal id 'r7': defined by no reappraisals source (reapp.csv)"]),
+    ("unknown_reappraisal_near_a_known_one", {"ratings.csv": "rater,rid,eff,emp\np1,r1,5,4\np1,R2,3,2\n"}, DATA_CFG,
+     ["ratings.csv, line 3", "'R2'", "reapp.csv", "did you mean 'r2'?"]),
+    # once silently wrong: a rating file's own scenario column was ignored
+    ("rating_scenario_contradicts_reappraisal", {"ratings.csv": "rater,rid,scen,eff,emp\np1,r1,v1,5,4\np1,r3,v1,3,2\n"}, RATINGS_WITH_SCENARIO_CFG,
+     ["ratings.csv, line 3", "reappraisal 'r3' names scenario 'v1'", "belongs to scenario 'v2'", "reapp.csv, line 4"]),
+    ("rating_scenario_blank", {"ratings.csv": "rater,rid,scen,eff,emp\np1,r1,v1,5,4\np1,r3, ,3,2\n"}, RATINGS_WITH_SCENARIO_CFG,
+     ["ratings.csv, line 3", "vignette_id is empty", "'scen'"]),
     ("empty_text", {"reapp.csv": "rid,scen,answer\nr1,v1,Maybe.\nr2,v1,   \nr3,v2,Stress.\nr4,v2,HR.\n"}, DATA_CFG, ["reapp.csv, line 3", "empty"]),
     ("duplicate_reappraisal_id", {"reapp.csv": "rid,scen,answer\nr1,v1,Maybe.\nr1,v1,Again.\nr3,v2,x\nr4,v2,y\n"}, DATA_CFG, ["reapp.csv, line 3", "duplicate"]),
     ("bad_pool", {"vignettes.csv": "vignette_id,text,emotion,pool\nv1,a,sadness,train\nv2,b,anger,testing\n"}, DATA_CFG, ["vignettes.csv, line 3", "pool"]),
     # once silently wrong: passed ingest and failed at the split, naming an interim parquet
+    ("training_scenario_with_one_text_twice", {"reapp.csv": "rid,scen,answer\nr1,v1,Maybe.\nr2,v1,You could.\nr3,v2,Stress.\nr4,v2,  stress.\n"}, DATA_CFG,
+     ["vignettes.csv, line 3", "'v2' has 2 human reappraisal(s) with 1 distinct text(s)", "2 distinct texts are needed"]),
     ("training_scenario_without_human_reappraisal", {"vignettes.csv": GOOD["vignettes.csv"] + "v3,Your neighbour is loud.,anger,train\n"}, DATA_CFG, ["vignettes.csv, line 4", "'v3'", "0 human reappraisal"]),
 ]
 
@@ -114,18 +198,89 @@ def test_catalogue_has_more_than_twenty_cases():
     assert len(BAD_INPUTS) > 20 and len({c[0] for c in BAD_INPUTS}) == len(BAD_INPUTS)
 
 
+#: Words an error line must not hold (the wrong diagnosis it once gave).
+NOT_SAID = {"utf16_without_bom_read_as_utf8": ["delimiter"], "utf16_declared_without_bom": ["delimiter"]}
+#: No error line is longer than this: a header or value is quoted clipped to 200 characters.
+MAX_ERROR_LINE = 1500
+
+
 @pytest.mark.parametrize("case_id,files,cfg,fragments", BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
 def test_bad_input_fails_with_one_clear_line_and_no_output(tmp_path, capsys, case_id, files, cfg, fragments):
     raw = write_raw(tmp_path, files)
     code, err, out = run_ingest(tmp_path, raw, cfg, capsys)
     assert code == 2
     lines = [line for line in err.strip().splitlines() if line.strip()]
-    assert len(lines) == 1, f"expected one line, got: {err!r}"
+    assert len(lines) == 1, f"expected one line, got: {err[:3000]!r}"
     assert lines[0].startswith("error: ")
+    assert len(lines[0]) < MAX_ERROR_LINE, lines[0][:3000]
     for fragment in fragments:
         assert fragment in lines[0], f"{fragment!r} not in {lines[0]!r}"
+    for wrong in NOT_SAID.get(case_id, []):
+        assert wrong not in lines[0], f"{wrong!r} in {lines[0]!r}"
     leftovers = [p for d in (out, tmp_path / "checks") if d.exists() for p in d.iterdir()]
     assert leftovers == [], f"partial output left behind: {leftovers}"
+
+
+def _ratings(out) -> pd.DataFrame:
+    return pd.read_parquet(out / "ratings.parquet")
+
+
+def _check_one_rater_each(out, checks):
+    ratings = _ratings(out)
+    assert sorted(ratings["rater_id"].unique()) == ["p1", "p2"]
+    assert sorted(ratings["reappraisal_id"].unique()) == ["r1", "r2", "r3"]
+    # one z-scoring group per rater: "p1 " and "p1" are one rater
+    from reappraisal.data.normalize import zscore_ratings
+
+    assert zscore_ratings(ratings)[1]["n_raters"] == 2
+
+
+def _check_unfinished_dropped(out, checks):
+    assert sorted(_ratings(out).query("dimension == 'effectiveness'")["rating"]) == [5.0, 6.0]
+    assert checks["rows_dropped_by_filters"] == 2
+
+
+def _check_finished_kept(out, checks):
+    assert sorted(_ratings(out).query("dimension == 'effectiveness'")["rating"]) == [2.0, 3.0]
+    assert checks["rows_dropped_by_filters"] == 2
+
+
+def _check_json_reappraisals(out, checks):
+    reapp = pd.read_parquet(out / "reappraisals.parquet")
+    assert dict(zip(reapp["reappraisal_id"], zip(reapp["vignette_id"], reapp["text"]))) == JSON_TEXTS
+    assert len(_ratings(out)) == 8
+
+
+def _check_ratings_complete(out, checks):
+    assert len(_ratings(out)) == 8
+
+
+#: (id, file overrides, config, check of the outputs and the checks file): messy exports read right.
+MESSY_BUT_VALID = [
+    # once silently wrong: "p1 " on half its rows became a second rater, z-scored apart
+    ("id_with_surrounding_spaces", {"ratings.csv": "rater,rid,eff,emp\np1,r1,5,4\np1 ,r2,3,2\n p2,r1,6,6\np2\t, r3 ,2,3\n",
+                                    "reapp.csv": "rid,scen,answer\nr1 ,v1,Maybe.\nr2,v1 ,Ask.\nr3,v2,Stress.\nr4,v2,HR.\n"},
+     DATA_CFG, _check_one_rater_each),
+    # once silently wrong: `not_equals: false` kept the FALSE rows ("0 rows dropped")
+    ("boolean_filter_matches_FALSE", {"ratings.csv": "rater,rid,eff,emp,Finished\np1,r1,5,4,TRUE\np1,r2,3,2,FALSE\np2,r1,6,6,True\np2,r3,2,3,false\n"},
+     NOT_FALSE_CFG, _check_unfinished_dropped),
+    ("boolean_filter_matches_1_and_0", {"ratings.csv": "rater,rid,eff,emp,Finished\np1,r1,5,4,0\np1,r2,3,2,1\np2,r1,6,6,0\np2,r3,2,3,1\n"},
+     EQUALS_TRUE_CFG, _check_finished_kept),
+    ("rating_scenario_agrees", {"ratings.csv": "rater,rid,scen,eff,emp\np1,r1,v1,5,4\np1,r2,v1,3,2\np2,r1, v1,6,6\np2,r3,v2,2,3\n"},
+     RATINGS_WITH_SCENARIO_CFG, _check_ratings_complete),
+    ("json_array_with_nested_fields", {"reapp.json": json_reappraisals(JSON_TEXTS)}, JSON_REAPP_CFG, _check_json_reappraisals),
+    ("jsonl_with_nested_fields", {"reapp.jsonl": "".join(json.dumps({"scenario": s, "response": {"id": r, "text": t}}) + "\n" for r, (s, t) in JSON_TEXTS.items())},
+     JSONL_REAPP_CFG, _check_json_reappraisals),
+    ("utf16_le_declared", {"ratings.csv": GOOD["ratings.csv"].encode("utf-16-le")}, cfg_with(f"{RATINGS_SRC}.encoding", "utf-16-le"), _check_ratings_complete),
+    ("utf16_with_bom_declared", {"ratings.csv": GOOD["ratings.csv"].encode("utf-16")}, cfg_with(f"{RATINGS_SRC}.encoding", "utf-16"), _check_ratings_complete),
+]
+
+
+@pytest.mark.parametrize("case_id,files,cfg,check", MESSY_BUT_VALID, ids=[c[0] for c in MESSY_BUT_VALID])
+def test_messy_export_gives_correct_tables(tmp_path, capsys, case_id, files, cfg, check):
+    code, err, out = run_ingest(tmp_path, write_raw(tmp_path, files), cfg, capsys)
+    assert code == 0, err
+    check(out, json.loads((tmp_path / "checks" / "ingest.json").read_text()))
 
 
 def test_blank_and_coded_rating_cells_are_counted_not_silently_dropped(tmp_path, capsys):

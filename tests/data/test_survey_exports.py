@@ -8,7 +8,11 @@ alone, give the same tables as the demo's wide-form ingest.
   "-99"-coded skips that the mapping filters out or counts;
 - rater × item matrix as Qualtrics exports it: three header rows, ``ResponseId``,
   ``Finished``, ``Status`` (preview responses), an attention check, one column per
-  reappraisal × dimension, blank where a rater did not see the item.
+  reappraisal × dimension, blank where a rater did not see the item;
+- JSON as web survey back ends export it: scenarios as a pretty-printed JSON array, every
+  reappraisal and every rating one JSON Lines record with nested fields (``response.text``,
+  ``scores.effectiveness``), JSON booleans and numbers, ``null`` study, ids with stray spaces,
+  and the rating's own scenario, checked against the reappraisal's.
 
 The mappings are validated by the config schema too, as a user's config would be.
 """
@@ -310,3 +314,113 @@ def test_readme_long_form_mapping_runs_as_written(tmp_path, capsys):
     checks = json.loads((tmp_path / "checks" / "ingest.json").read_text())
     assert checks["blank_rating_cells"] == checks["missing_code_cells"] == 1
     assert checks["rows_dropped_by_filters"] == 3  # two attention items, one unfinished response
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON array + JSON Lines with nested fields
+# ---------------------------------------------------------------------------------------------
+
+JSON_MAPPING = {
+    "vignettes": [
+        {
+            "files": "scenarios.json",
+            "format": "json",
+            "columns": {"vignette_id": "scenario.id", "text": "scenario.text", "emotion": "scenario.emotion", "pool": "scenario.pool"},
+        }
+    ],
+    "reappraisals": [
+        {
+            "files": "responses.jsonl",
+            "format": "jsonl",
+            "author_type_column": "author.type",
+            "columns": {"reappraisal_id": "response.id", "vignette_id": "response.scenario", "text": "response.text", "study": "meta.study"},
+        }
+    ],
+    "ratings": [
+        {
+            "files": "ratings.jsonl",
+            "format": "jsonl",
+            "scale": [1, 7],
+            "filters": [{"column": "meta.finished", "equals": True}],
+            "columns": {"study": "meta.study", "rater_id": "rater.id", "reappraisal_id": "item.response", "vignette_id": "item.scenario"},
+            "dimensions": {dim: f"scores.{dim}" for dim in DIMS},
+        }
+    ],
+}
+
+
+def _number(cell: str) -> int | float:
+    return int(cell) if cell.isdigit() else float(cell)
+
+
+def build_json_export(raw: Path, demo_cfg) -> int:
+    """Write the demo as JSON / JSON Lines with nested fields; return the number of records the filter must drop."""
+    raw.mkdir(parents=True)
+    vignettes = pd.read_csv(DEMO / "vignettes.csv", dtype=str, keep_default_na=False)
+    records = [{"scenario": {"id": v.vignette_id, "text": v.text, "emotion": v.emotion, "pool": v.pool}} for v in vignettes.itertuples()]
+    (raw / "scenarios.json").write_text(json.dumps(records, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+    reapp = demo_reappraisals(demo_cfg)
+    scenario_of = dict(zip(reapp["reappraisal_id"], reapp["vignette_id"]))
+    lines = []
+    for k, r in enumerate(reapp.itertuples(index=False)):
+        rid = f"{r.reappraisal_id} " if k % 2 else r.reappraisal_id  # a stray space on every other id
+        study = int(r.study) if r.study else None  # a number, or null for the opponents' answers
+        lines.append({"response": {"id": rid, "scenario": r.vignette_id, "text": r.text}, "author": {"type": r.author_type}, "meta": {"study": study}})
+    (raw / "responses.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+
+    lines = []
+    for study, wide in demo_ratings_wide(demo_cfg):
+        for r in wide.itertuples(index=False):
+            scores = {dim: _number(getattr(r, dim)) for dim in DIMS}
+            item = {"response": r.reappraisal_id, "scenario": scenario_of[r.reappraisal_id]}
+            lines.append({"meta": {"study": int(study), "finished": True}, "rater": {"id": r.rater_id}, "item": item, "scores": scores})
+        # an unfinished response, filtered out by `equals: true`
+        lines.append({"meta": {"study": int(study), "finished": False}, "rater": {"id": "dropout"}, "item": item, "scores": {d: 7 for d in DIMS}})
+    (raw / "ratings.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n\n", encoding="utf-8")
+    return len(demo_ratings_wide(demo_cfg))
+
+
+def test_json_lines_export_with_nested_fields_gives_the_demo_tables(tmp_path, capsys, demo_cfg, demo_tables):
+    raw = tmp_path / "raw"
+    unfinished = build_json_export(raw, demo_cfg)
+    cfg = config_with_mapping(JSON_MAPPING, str(raw))  # the schema accepts format json / jsonl and dotted paths
+    code, err, out = run_ingest(tmp_path, raw, cfg["data"], capsys)
+    assert code == 0, err
+    assert_same_tables(read_outputs(out), demo_tables)
+    checks = json.loads((tmp_path / "checks" / "ingest.json").read_text())
+    assert checks["rows_dropped_by_filters"] == unfinished == 3
+
+    # the rating's own scenario is checked: one record naming another scenario stops the run on its line
+    path = raw / "ratings.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[4])
+    wrong = next(v for v in sorted(demo_tables["vignettes"]["vignette_id"]) if v != record["item"]["scenario"])
+    record["item"]["scenario"] = wrong
+    lines[4] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, err, _ = run_ingest(tmp_path, raw, cfg["data"], capsys)
+    assert code == 2
+    assert err.startswith(f"error: ratings.jsonl, line 5: rating of reappraisal {record['item']['response']!r} names scenario {wrong!r}"), err
+
+
+# ---------------------------------------------------------------------------------------------
+# The README's --configfile command runs as written (the option takes every word after it)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_readme_configfile_command_keeps_its_target():
+    from snakemake.cli import get_argument_parser
+
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    commands = [line.strip() for line in text.splitlines() if line.strip().startswith("snakemake") and "--configfile" in line]
+    assert commands, "the README shows no snakemake command with --configfile"
+    parser = get_argument_parser()
+    for command in commands:
+        args = parser.parse_args(command.split()[1:])
+        assert [str(p) for p in args.configfile] == ["our_lab.yaml"], command
+        assert list(args.targets) == ["results/data/leakage.json"], command
+    inline = text[text.index("passed after the target") :]
+    assert "`--configfile=our_lab.yaml`" in inline[:600]
+    args = parser.parse_args(["--configfile=our_lab.yaml", "results/data/leakage.json"])
+    assert list(args.targets) == ["results/data/leakage.json"]

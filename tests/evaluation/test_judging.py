@@ -5,11 +5,13 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from reappraisal.data.quoting import QUOTE_CHARS
+
 from reappraisal.errors import PipelineInputError
 from reappraisal.evaluation.backends import OpenAIBackend
 from reappraisal.evaluation.cache import ReplyCache, cache_key
 from reappraisal.evaluation.judging_io import contests_table
-from reappraisal.evaluation.judging import (QUOTE_CHARS, UnparseableVerdicts, check_parseable, consensus,
+from reappraisal.evaluation.judging import (UnparseableVerdicts, check_parseable, consensus,
                                              judge_contests)
 from reappraisal.stats import position_consistency
 
@@ -176,7 +178,7 @@ def test_more_unparseable_verdicts_than_the_judges_share_stop_with_one_line_quot
     assert "\n" not in message and "fake-judge.yaml" in message
     assert "3 of 4 verdicts of judge 'fake-judge' are unparseable" in message
     quoted = message.split("replies such as ")[1]
-    assert quoted.startswith("'reply 1: no verdict here.") and len(quoted.split("...'")[0]) <= 1 + QUOTE_CHARS
+    assert quoted.startswith("'reply 1: no verdict here.") and len(quoted.split("'…")[0]) <= 1 + QUOTE_CHARS
     lenient = openai_judge(tmp_path / "lenient", "http://127.0.0.1:9/v1", verdict={"max_unparseable_share": 1})
     check_parseable(_verdicts("fake-judge", ["error"] * 4), lenient)
 

@@ -8,14 +8,19 @@ missing codes, the column (or derivation) of each canonical field
 (:mod:`reappraisal.data.mapping`), constants (study, author type, pool,
 emotion), and for ratings the layout to reshape (:mod:`reappraisal.data.reshape`).
 Scenarios or reappraisals repeated on other rows are collapsed with
-``distinct: true``. Every problem is one line naming the file and line (or
-column), or the config key; nothing is written unless everything is valid.
-The counts of what was read, filtered and left blank go to a checks file.
+``distinct: true``. Ids are stripped of surrounding whitespace before any
+comparison. A reference to an id no source defines names the file that uses
+it and the files that should define it; a rating whose file names a scenario
+(``columns.vignette_id``) must name its reappraisal's scenario. Every problem
+is one line naming the file and line (or column), or the config key; nothing
+is written unless everything is valid. The counts of what was read, filtered
+and left blank go to a checks file.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -26,7 +31,9 @@ from ..atomic import atomic_path
 from ..errors import ConfigError, DataValidationError
 from ..config import with_defaults
 from ..params import parse_params
+from .leakage import normalized_text
 from .mapping import SourceView, collapse_distinct
+from .quoting import quote
 from .reshape import check_rating_source, reshape_ratings
 from .sources import read_source_file
 from .table_schemas import HUMAN, POOLS, RATINGS, REAPPRAISALS, VIGNETTES, strip_origin, validate_table, where
@@ -72,7 +79,7 @@ def _with_constants(part: pd.DataFrame, source: Mapping[str, Any], columns: Sequ
     """The columns a file lacks, filled with the source's declared constant (the schema's default when undeclared)."""
     for column in columns:
         if column not in part.columns:
-            part[column] = source[column]
+            part[column] = str(source[column]).strip()
     return part
 
 
@@ -101,9 +108,9 @@ def ingest_reappraisals(raw_dir: Path, sources, counts: list[dict]) -> pd.DataFr
         for view in views:
             part = _fields(source, view, key, "reappraisal_id")
             if "author_type_column" in source:
-                part["author_type"] = view.column(source["author_type_column"], f"{key}.author_type_column")
+                part["author_type"] = view.column(source["author_type_column"], f"{key}.author_type_column").str.strip()
             else:
-                part["author_type"] = source["author_type"]
+                part["author_type"] = str(source["author_type"]).strip()
             parts.append(_with_constants(part, source, ("study",)))
             counts.append(view.counts)
         frames += _collapse(source, parts, "reappraisal_id", "reappraisal")
@@ -111,7 +118,7 @@ def ingest_reappraisals(raw_dir: Path, sources, counts: list[dict]) -> pd.DataFr
 
 
 def _where_cell(row: pd.Series) -> str:
-    return f"{row['_file']}, line {int(row['_line'])}, column {row['_column']!r}"
+    return f"{row['_file']}, line {int(row['_line'])}, column {quote(row['_column'])}"
 
 
 def ingest_ratings(raw_dir: Path, sources, dimensions: Sequence[str], counts: list[dict]) -> pd.DataFrame:
@@ -133,7 +140,7 @@ def ingest_ratings(raw_dir: Path, sources, dimensions: Sequence[str], counts: li
             if numeric.isna().any():
                 row = long.loc[numeric.isna().idxmax()]
                 raise DataValidationError(
-                    f"rating for {row['dimension']!r} must be a number, got {row['rating']!r}"
+                    f"rating for {row['dimension']!r} must be a number, got {quote(row['rating'])}"
                     f" (declare missing-value codes in config key '{key}.missing_values')",
                     where=_where_cell(row),
                 )
@@ -151,27 +158,66 @@ def ingest_ratings(raw_dir: Path, sources, dimensions: Sequence[str], counts: li
     return validate_table(df, RATINGS)
 
 
+#: Files named when an error says where an id should have been defined.
+LISTED_FILES = 3
+#: Above this many known ids an unknown id gets no "did you mean" (the search is quadratic-ish).
+MAX_IDS_FOR_A_SUGGESTION = 20_000
+
+
+def _unknown_id(what: str, value: str, using: pd.Series, using_table: str, defining: pd.DataFrame, id_col: str, table: str) -> DataValidationError:
+    """An id used on ``using``'s row that no row of ``defining`` holds: both files named, a near id suggested."""
+    files = list(dict.fromkeys(defining["_file"])) if "_file" in defining.columns else [f"table {table}"]
+    listed = ", ".join(files[:LISTED_FILES]) + (f" and {len(files) - LISTED_FILES} more" if len(files) > LISTED_FILES else "")
+    known = defining[id_col].astype(str).unique().tolist()
+    near = [k for k in known if k.casefold() == str(value).casefold()][:1]
+    if not near and len(known) <= MAX_IDS_FOR_A_SUGGESTION:
+        near = difflib.get_close_matches(str(value), known, n=1)
+    hint = f"; did you mean {quote(near[0])}?" if near else ""
+    return DataValidationError(
+        f"unknown {what} {quote(value)}: defined by no {table} source ({listed}){hint}", where=where(using, using_table)
+    )
+
+
 def check_references(vignettes: pd.DataFrame, reappraisals: pd.DataFrame, ratings: pd.DataFrame) -> None:
-    """Every reappraisal's vignette exists; every rating's reappraisal exists."""
+    """Every reappraisal's scenario exists; every rating's reappraisal exists, of the scenario its file names."""
     unknown_v = ~reappraisals["vignette_id"].isin(set(vignettes["vignette_id"]))
     if unknown_v.any():
         row = reappraisals.loc[unknown_v.idxmax()]
-        raise DataValidationError(f"unknown scenario id {row['vignette_id']!r}", where=where(row, "reappraisals"))
+        raise _unknown_id("scenario id", row["vignette_id"], row, "reappraisals", vignettes, "vignette_id", "vignettes")
     unknown_r = ~ratings["reappraisal_id"].isin(set(reappraisals["reappraisal_id"]))
     if unknown_r.any():
         row = ratings.loc[unknown_r.idxmax()]
-        raise DataValidationError(f"rating of unknown reappraisal id {row['reappraisal_id']!r}", where=where(row, "ratings"))
+        raise _unknown_id("reappraisal id", row["reappraisal_id"], row, "ratings", reappraisals, "reappraisal_id", "reappraisals")
+    if "_vignette_id" in ratings.columns:
+        by_id = reappraisals.set_index("reappraisal_id")
+        named = ratings["_vignette_id"].astype(str)
+        wrong = (named != "") & (named != ratings["reappraisal_id"].map(by_id["vignette_id"]))
+        if wrong.any():
+            row = ratings.loc[wrong.idxmax()]
+            own = by_id.loc[row["reappraisal_id"]]
+            raise DataValidationError(
+                f"rating of reappraisal {quote(row['reappraisal_id'])} names scenario {quote(row['_vignette_id'])} "
+                f"(its source's columns.vignette_id), but the reappraisal belongs to scenario {quote(own['vignette_id'])} "
+                f"({where(own, 'reappraisals')})",
+                where=where(row, "ratings"),
+            )
 
 
 def check_training_scenarios(vignettes: pd.DataFrame, reappraisals: pd.DataFrame) -> None:
-    """Every training scenario has enough human reappraisals to appear in train and validation."""
-    human = reappraisals[reappraisals["author_type"] == HUMAN].groupby("vignette_id").size()
+    """Every training scenario has enough human reappraisals, of distinct texts, to appear in train and validation.
+
+    Identical texts land on one side of the split (:mod:`reappraisal.data.split`), so they count once.
+    """
+    human = reappraisals[reappraisals["author_type"] == HUMAN]
+    n_human = human.groupby("vignette_id").size()
+    n_texts = human.assign(key=human["text"].map(normalized_text)).groupby("vignette_id")["key"].nunique()
     for _, row in vignettes[vignettes["pool"] == "train"].iterrows():
-        n = int(human.get(row["vignette_id"], 0))
-        if n < MIN_HUMAN_PER_TRAINING_SCENARIO:
+        n, k = int(n_human.get(row["vignette_id"], 0)), int(n_texts.get(row["vignette_id"], 0))
+        if k < MIN_HUMAN_PER_TRAINING_SCENARIO:
+            distinct = f" with {k} distinct text(s)" if k < n else ""
             raise DataValidationError(
-                f"training scenario {row['vignette_id']!r} has {n} human reappraisal(s) in the reappraisal sources; "
-                f"at least {MIN_HUMAN_PER_TRAINING_SCENARIO} are needed (one for train, one for validation), "
+                f"training scenario {quote(row['vignette_id'])} has {n} human reappraisal(s){distinct} in the reappraisal sources; "
+                f"at least {MIN_HUMAN_PER_TRAINING_SCENARIO} distinct texts are needed (one for train, one for validation), "
                 "or give it pool 'ood'",
                 where=where(row, "vignettes"),
             )

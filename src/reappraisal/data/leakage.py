@@ -6,6 +6,13 @@ when they share more than ``max_shared`` distinct n-grams. Any leak fails the
 run: a reward model or policy that has seen an evaluation answer makes the
 evaluation meaningless.
 
+Two texts are *identical* when their :func:`normalized_text` (Unicode NFKC,
+casefolded, whitespace collapsed) is equal. The split keeps identical texts on
+one side (:mod:`reappraisal.data.split`); :func:`identical_texts` finds those
+that are not (a validation text that is a copy of a training text, a short
+held-out answer copied below the n-gram length). Validation is compared with
+training by identity, not by n-grams: distinct human answers share phrases.
+
 :class:`TextPools` says once which rows are training text, held-out answers
 and training or OOD scenarios; the leakage check (:mod:`.leakage_io`) and the
 OOD disjointness gate (:mod:`reappraisal.evaluation.ood_gate`) both compare
@@ -15,6 +22,7 @@ those pools with :func:`find_overlaps`.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Mapping
@@ -24,6 +32,27 @@ import pandas as pd
 TOKEN = re.compile(r"[a-z0-9']+")
 #: The splits a reward model or policy trains on.
 TRAINING_SPLITS = ("train", "val")
+
+
+def normalized_text(text: str) -> str:
+    """The text two copies share: Unicode NFKC, casefolded, runs of whitespace one space, no outer whitespace."""
+    return " ".join(unicodedata.normalize("NFKC", str(text)).casefold().split())
+
+
+def identical_texts(first: Mapping[str, str], second: Mapping[str, str]) -> list[dict]:
+    """Pairs (id in ``first``, id in ``second``) whose texts are identical after :func:`normalized_text`.
+
+    Returns dicts with ``first_id``, ``second_id`` and ``text`` (the first's), sorted by ids.
+    """
+    index: dict[str, list[str]] = defaultdict(list)
+    for sid, text in second.items():
+        index[normalized_text(text)].append(sid)
+    hits = [
+        {"first_id": fid, "second_id": sid, "text": text}
+        for fid, text in first.items()
+        for sid in index.get(normalized_text(text), ())
+    ]
+    return sorted(hits, key=lambda h: (h["first_id"], h["second_id"]))
 
 
 def tokens(text: str) -> list[str]:
@@ -72,6 +101,8 @@ class TextPools:
     heldout_on_training_scenarios: dict[str, str]  # the held-out answers written for a training scenario
     training_scenarios: dict[str, str]
     ood_scenarios: dict[str, str]
+    train: dict[str, str]  # the training side of ``training``
+    val: dict[str, str]  # its validation side
 
     @classmethod
     def from_tables(cls, targets: pd.DataFrame, vignettes: pd.DataFrame) -> TextPools:
@@ -85,4 +116,6 @@ class TextPools:
             heldout_on_training_scenarios=_texts(heldout[on_training], "reappraisal_id"),
             training_scenarios=_texts(train_scen, "vignette_id"),
             ood_scenarios=_texts(vignettes[pools == "ood"], "vignette_id"),
+            train=_texts(targets[targets["split"] == "train"], "reappraisal_id"),
+            val=_texts(targets[targets["split"] == "val"], "reappraisal_id"),
         )

@@ -9,11 +9,23 @@ source's ``columns``:
   (see :mod:`reappraisal.data.ids`), stable across reruns and row order;
 - ``{row_number: true, prefix: "p"}``: an id from the record's line in the file.
 
+In a JSON source a column is a dotted field path (``response.text``, see
+:mod:`reappraisal.data.sources`).
+
+Every field but ``text`` (ids, study, author type, pool, emotion) is stripped
+of surrounding whitespace, the one normalisation of ids: ``"p1 "`` and
+``"p1"`` are one rater, in every file. Texts are kept as written.
+
 ``filters`` keep rows (e.g. finished responses, no attention-check items) and
-are counted; ``missing_values`` are codes (``NA``, ``-99``) read as blank
-cells and counted. Nothing is guessed: an unknown column, a filter that keeps
-nothing, or an id derived from a blank value is an error naming the file,
-line or config key.
+are counted; a filter value is compared with the file's text (stripped). A
+YAML boolean (``equals: true``) matches the usual spellings of that boolean
+(:data:`BOOLEAN_SPELLINGS`: ``TRUE``/``True``/``true``/``1`` and
+``FALSE``/``False``/``false``/``0``), and a column holding any other
+non-blank text is refused, with a hint to quote the file's own spelling.
+``missing_values`` are codes (``NA``, ``-99``) read as blank cells and
+counted. Nothing is guessed: an unknown column, a filter that keeps nothing,
+or an id derived from a blank value is an error naming the file, line or
+config key.
 """
 
 from __future__ import annotations
@@ -25,14 +37,26 @@ import pandas as pd
 
 from ..errors import ConfigError, DataValidationError
 from .ids import hashed_ids, row_number_ids
+from .quoting import quote, quote_list
 from .sources import RawTable
 
 FILTER_OPS = ("equals", "not_equals", "in", "not_in")
+#: The cell texts a YAML boolean in a filter matches.
+BOOLEAN_SPELLINGS = {True: ("TRUE", "True", "true", "1"), False: ("FALSE", "False", "false", "0")}
+#: Canonical fields kept as written; every other field is stripped of surrounding whitespace.
+VERBATIM_FIELDS = ("text",)
 
 
 def as_text(value: Any) -> str:
-    """A config value compared with file cells (which are text): YAML 1 is "1", true is "True"."""
+    """A config value compared with file cells (which are text): YAML 1 is "1"."""
     return str(value).strip()
+
+
+def filter_texts(value: Any) -> list[str]:
+    """The cell texts a filter value matches: a YAML boolean its usual spellings, anything else its text."""
+    if isinstance(value, bool):
+        return list(BOOLEAN_SPELLINGS[value])
+    return [as_text(value)]
 
 
 class SourceView:
@@ -62,17 +86,35 @@ class SourceView:
                 raise ConfigError(f"a filter names one column and exactly one of {list(FILTER_OPS)}", where=f"config key '{fkey}'")
             op = ops[0]
             values = self.raw.column(flt["column"], f"{fkey}.column").astype(str).str.strip()
-            wanted = [as_text(v) for v in (flt[op] if op in ("in", "not_in") else [flt[op]])]
+            given = flt[op] if op in ("in", "not_in") else [flt[op]]
+            if any(isinstance(v, bool) for v in given):
+                self._check_boolean_column(values, flt["column"], given, f"{fkey}.{op}")
+            wanted = [text for v in given for text in filter_texts(v)]
             hit = values.isin(wanted)
             this = hit if op in ("equals", "in") else ~hit
             if not (keep & this).any():
-                seen = sorted(values[keep].unique().tolist())[:8]
+                seen = sorted(values[keep].unique().tolist())
                 raise ConfigError(
-                    f"filter on column {flt['column']!r} keeps no row of {self.path} (values there: {seen})",
+                    f"filter on column {quote(flt['column'])} keeps no row of {self.path} (values there: {quote_list(seen, 8)})",
                     where=f"config key '{fkey}'",
                 )
             keep &= this
         return frame[keep]
+
+    def _check_boolean_column(self, values: pd.Series, column: str, given: list, key: str) -> None:
+        """A YAML boolean filters only a column of boolean spellings (or blanks): anything else is refused."""
+        known = {text for spellings in BOOLEAN_SPELLINGS.values() for text in spellings} | {""}
+        known |= {as_text(v) for v in given if not isinstance(v, bool)}
+        other = ~values.isin(known)
+        if other.any():
+            at = other.idxmax()
+            raise ConfigError(
+                f"the YAML boolean {str(next(v for v in given if isinstance(v, bool))).lower()} matches "
+                f"{'/'.join(BOOLEAN_SPELLINGS[True])} or {'/'.join(BOOLEAN_SPELLINGS[False])}, but column {quote(column)} "
+                f"of {self.path} holds {quote(values[at])} (line {int(self.raw.frame.loc[at, '_line'])}); "
+                "quote the file's own text instead, e.g. equals: 'Yes'",
+                where=f"config key '{key}'",
+            )
 
     def column(self, name: str, key: str) -> pd.Series:
         """Cells of column ``name`` as stripped-of-nothing strings, declared missing codes blanked (and counted)."""
@@ -114,7 +156,7 @@ class SourceView:
                 if blank.any():
                     line = int(self.frame.loc[blank.idxmax(), "_line"])
                     raise DataValidationError(
-                        f"cannot derive an id (config key '{key}') from the blank cell in column {name!r}",
+                        f"cannot derive an id (config key '{key}') from the blank cell in column {quote(name)}",
                         where=f"{self.path}, line {line}",
                     )
             return pd.Series(hashed_ids(parts, spec.get("prefix", "")), index=self.frame.index, dtype=object)
@@ -125,8 +167,15 @@ class SourceView:
         )
 
     def fields(self, specs: Mapping[str, Any], key: str) -> pd.DataFrame:
-        """The declared canonical fields side by side, with ``_file`` / ``_line``."""
-        out = pd.DataFrame({canon: self.field(spec, f"{key}.{canon}") for canon, spec in specs.items()}, index=self.frame.index)
+        """The declared canonical fields side by side, with ``_file`` / ``_line``; all but texts stripped."""
+        out = pd.DataFrame(
+            {
+                canon: field if canon in VERBATIM_FIELDS else field.str.strip()
+                for canon, spec in specs.items()
+                for field in [self.field(spec, f"{key}.{canon}")]
+            },
+            index=self.frame.index,
+        )
         out["_file"] = self.frame["_file"]
         out["_line"] = self.frame["_line"]
         return out
@@ -152,7 +201,7 @@ def collapse_distinct(df: pd.DataFrame, id_col: str, table: str) -> pd.DataFrame
             row = df.loc[differ.idxmax()]
             origin = first.loc[row[id_col]]
             raise DataValidationError(
-                f"{table} {row[id_col]!r} repeats with a different {col} than on {origin['_file']}, line {int(origin['_line'])}",
+                f"{table} {quote(row[id_col])} repeats with a different {col} than on {origin['_file']}, line {int(origin['_line'])}",
                 where=f"{row['_file']}, line {int(row['_line'])}",
             )
     return df.drop_duplicates(id_col, keep="first")

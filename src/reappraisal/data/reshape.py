@@ -15,11 +15,17 @@ Layouts (``layout`` of a rating source):
   by ``dimension_labels``) or a constant ``items.dimension``.
 
 Every rating source declares its study (``study:`` or ``columns.study``):
-raters of different studies are never pooled under one blank study. Blank
+raters of different studies are never pooled under one blank study. A rating
+source may also declare its scenario column (``columns.vignette_id``, any
+layout: the scenario of the row); ingest then checks it against the
+reappraisal's own scenario. Ids are stripped of surrounding whitespace (see
+:mod:`reappraisal.data.mapping`), item ids from matrix column names too. Blank
 cells (and cells holding a declared missing-value code) are not ratings;
-they are dropped and counted (``blank_rating_cells``). The result keeps each
-rating's origin (``_file``, ``_line``, ``_column``) and an ``_order`` within
-its line for a stable row order.
+they are dropped and counted (``blank_rating_cells``); a file left with no
+rating at all is refused (a study never vanishes in silence). The result
+keeps each rating's origin (``_file``, ``_line``, ``_column``), the scenario
+the file names for it (``_vignette_id``, blank when undeclared) and an
+``_order`` within its line for a stable row order.
 """
 
 from __future__ import annotations
@@ -32,9 +38,10 @@ import pandas as pd
 
 from ..errors import ConfigError, DataValidationError
 from .mapping import SourceView
+from .quoting import quote, quote_list
 
 LAYOUTS = ("wide", "long", "matrix")
-LONG_COLUMNS = ["study", "rater_id", "reappraisal_id", "dimension", "rating", "_file", "_line", "_column", "_order"]
+LONG_COLUMNS = ["study", "rater_id", "reappraisal_id", "dimension", "rating", "_vignette_id", "_file", "_line", "_column", "_order"]
 
 
 def check_rating_source(source: Mapping[str, Any], key: str, dimensions: Sequence[str]) -> str:
@@ -79,29 +86,42 @@ def reshape_ratings(view: SourceView, dimensions: Sequence[str]) -> pd.DataFrame
     view.counts["blank_rating_cells"] = int(blank.sum())
     long = long[~blank]
     view.counts["ratings"] = len(long)
+    if long.empty:
+        raise DataValidationError(
+            f"no rating in {view.counts['rows_kept_by_filters']} row(s): every rating cell is blank or a missing code "
+            f"(config key '{view.key}.missing_values'); a declared file must yield ratings",
+            where=view.path,
+        )
     return long[LONG_COLUMNS]
 
 
 def _study(view: SourceView, index: pd.Index) -> pd.Series:
     columns = view.source.get("columns") or {}
     if "study" in columns:
-        study = view.column(columns["study"], f"{view.key}.columns.study").str.strip()
-        empty = study == ""
-        if empty.any():
-            line = int(view.frame.loc[empty.idxmax(), "_line"])
-            raise DataValidationError(
-                f"study is empty in column {columns['study']!r} (config key '{view.key}.columns.study')",
-                where=f"{view.path}, line {line}",
-            )
-        return study
-    return pd.Series(str(view.source["study"]), index=index, dtype=object)
+        return _required(view, "study", view.column(columns["study"], f"{view.key}.columns.study").str.strip())
+    return pd.Series(str(view.source["study"]).strip(), index=index, dtype=object)
+
+
+def _required(view: SourceView, what: str, values: pd.Series) -> pd.Series:
+    """``values`` of the declared column ``columns.<what>``, refusing a blank cell."""
+    empty = values == ""
+    if empty.any():
+        line = int(view.frame.loc[empty.idxmax(), "_line"])
+        column = view.source["columns"][what]
+        raise DataValidationError(
+            f"{what} is empty in column {quote(column)} (config key '{view.key}.columns.{what}')",
+            where=f"{view.path}, line {line}",
+        )
+    return values
 
 
 def _ids(view: SourceView, names: Sequence[str]) -> pd.DataFrame:
     columns = view.source["columns"]
-    out = view.fields({n: columns[n] for n in names}, f"{view.key}.columns")
+    declared = [n for n in (*names, "vignette_id") if n in columns]
+    out = view.fields({n: columns[n] for n in declared}, f"{view.key}.columns")
     out["study"] = _study(view, out.index)
-    return out
+    out["_vignette_id"] = _required(view, "vignette_id", out["vignette_id"]) if "vignette_id" in columns else ""
+    return out.drop(columns=["vignette_id"], errors="ignore")
 
 
 def _wide(view: SourceView, dimensions: Sequence[str]) -> pd.DataFrame:
@@ -133,10 +153,10 @@ def _map_labels(labels: pd.Series, mapping: Mapping[str, str], view: SourceView,
     mapped = stripped.map(mapping)
     if mapped.isna().any():
         at = mapped.isna().idxmax()
-        known = ", ".join(repr(k) for k in mapping)
+        known = ", ".join(quote(k) for k in mapping)
         key = f"{view.key}.dimension_labels" if "dimension_labels" in view.source else "data.dimensions"
         raise DataValidationError(
-            f"{what} {stripped[at]!r} is not a declared dimension label (config key '{key}': {known}); "
+            f"{what} {quote(stripped[at])} is not a declared dimension label (config key '{key}': {known}); "
             "map it, or drop its rows with a filter",
             where=f"{view.path}, line {int(view.frame.loc[at, '_line'])}",
         )
@@ -183,29 +203,29 @@ def _matrix(view: SourceView, dimensions: Sequence[str]) -> pd.DataFrame:
     for name in dict.fromkeys(view.raw.header):
         m = pattern.fullmatch(name)
         if m:
-            matched.append((name, m.group("reappraisal_id"), m.group("dimension") if "dimension" in pattern.groupindex else None))
+            matched.append((name, m.group("reappraisal_id").strip(), m.group("dimension") if "dimension" in pattern.groupindex else None))
     if not matched:
         raise ConfigError(
-            f"pattern {items['pattern']!r} matches no column of {view.path} (columns: {view.raw.header[:12]}...)",
+            f"pattern {quote(items['pattern'])} matches no column of {view.path} (columns: {quote_list(view.raw.header)})",
             where=f"config key '{key}.items.pattern'",
         )
     where_header = f"{view.path}, line {view.raw.header_line}"
     cols, rids, dims, seen = [], [], [], {}
     for name, rid, label in matched:
-        if not rid.strip():
-            raise DataValidationError(f"column {name!r} matches items.pattern with an empty reappraisal_id", where=where_header)
+        if not rid:
+            raise DataValidationError(f"column {quote(name)} matches items.pattern with an empty reappraisal_id", where=where_header)
         if label is None:
             dim = items["dimension"]
         else:
             dim = labels.get(label.strip())
             if dim is None:
                 raise DataValidationError(
-                    f"column {name!r}: dimension label {label!r} is not declared (config key '{key}.dimension_labels': "
-                    f"{', '.join(repr(k) for k in labels)})",
+                    f"column {quote(name)}: dimension label {quote(label)} is not declared (config key '{key}.dimension_labels': "
+                    f"{', '.join(quote(k) for k in labels)})",
                     where=where_header,
                 )
         if (rid, dim) in seen:
-            raise DataValidationError(f"columns {seen[(rid, dim)]!r} and {name!r} both hold {dim} of {rid!r}", where=where_header)
+            raise DataValidationError(f"columns {quote(seen[(rid, dim)])} and {quote(name)} both hold {dim} of {quote(rid)}", where=where_header)
         seen[(rid, dim)] = name
         cols.append(name)
         rids.append(rid)
@@ -220,6 +240,7 @@ def _matrix(view: SourceView, dimensions: Sequence[str]) -> pd.DataFrame:
             "reappraisal_id": np.tile(np.array(rids, dtype=object), n_rows),
             "dimension": np.tile(np.array(dims, dtype=object), n_rows),
             "rating": values.ravel(),
+            "_vignette_id": np.repeat(ids["_vignette_id"].to_numpy(dtype=object), n_cols),
             "_file": view.path,
             "_line": np.repeat(ids["_line"].to_numpy(), n_cols),
             "_column": np.tile(np.array(cols, dtype=object), n_rows),

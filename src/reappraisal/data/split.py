@@ -1,16 +1,27 @@
 """Reappraisal-level split, per-reappraisal targets and preference pairs. Pure, no I/O.
 
 Units: a *target* is one reappraisal's mean z-rating per dimension (z as in
-:mod:`reappraisal.data.normalize`). The split is by reappraisal, so no
-reappraisal appears in two splits; it is stratified by scenario so every
-training scenario appears in both train and val. Everything not written by a
-human participant (GPT-4 references and every opponent model's answers) is
-``heldout`` and never enters train or val. Human reappraisals with fewer than
-``min_ratings`` ratings on the primary dimension are ``excluded`` (counted).
+:mod:`reappraisal.data.normalize`). The split is by text: reappraisals whose
+texts are identical after :func:`~reappraisal.data.leakage.normalized_text`
+(NFKC, casefolded, whitespace collapsed) form one group, whatever their ids
+and scenarios, and a group lands on one side, so no text is in both train and
+val. It is stratified by scenario so every training scenario appears in both
+train and val. Everything not written by a human participant (GPT-4
+references and every opponent model's answers) is ``heldout`` and never
+enters train or val. Human reappraisals with fewer than ``min_ratings``
+ratings on the primary dimension are ``excluded`` (counted).
+
+Scenarios are split in sorted order; in each, its groups are shuffled (a
+generator keyed by seed and scenario) and, in that order, those not placed by
+an earlier scenario go to val until the scenario's val share (counting the
+reappraisals placed earlier) is reached. Without identical texts this is a
+plain per-scenario shuffle of the reappraisals; with them, only the
+reappraisals near the val/train boundary of a scenario move.
 
 A *pair* is two human reappraisals of the same scenario from the same split,
 with the human margin |z_a − z_b| on the primary dimension; A/B order is
-randomised so position carries no information.
+randomised so position carries no information. Two identical texts are never
+a pair (dropped and counted by :func:`split_summary`).
 """
 
 from __future__ import annotations
@@ -20,6 +31,8 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
+
+from .leakage import normalized_text
 
 SPLITS = ("train", "val", "heldout", "excluded")
 HUMAN = "human"
@@ -54,36 +67,64 @@ def assign_splits(
     min_ratings: int,
     seed: int,
 ) -> pd.DataFrame:
-    """Add a ``split`` column; raise ValueError when a scenario cannot be in both train and val."""
+    """Add a ``split`` column; raise ValueError when a scenario cannot be in both train and val.
+
+    Identical texts (see the module docstring) share one side.
+    """
     out = targets.copy()
     out["split"] = "excluded"
     non_human = out["author_type"] != HUMAN
     explicitly_held = out["author_type"].isin(list(heldout_author_types))
     out.loc[non_human | explicitly_held, "split"] = "heldout"
     eligible = ~(non_human | explicitly_held) & (out[f"n_{primary_dimension}"] >= min_ratings)
+    in_pool = eligible & out["vignette_id"].isin(list(train_vignettes))
+    key = out.loc[in_pool, "text"].map(normalized_text)
+    side: dict[str, str] = {}  # normalised text -> the split its group landed in
     for vid in sorted(train_vignettes):
-        ids = out.index[eligible & (out["vignette_id"] == vid)].to_numpy()
-        if len(ids) < 2:
+        rows = np.sort(out.index[in_pool & (out["vignette_id"] == vid)].to_numpy())
+        keys = key.loc[rows].to_numpy(dtype=object)
+        groups = list(dict.fromkeys(keys))  # in the order of their first row
+        if len(groups) < 2:
             raise ValueError(
-                f"scenario {vid!r} has {len(ids)} usable human reappraisal(s); at least 2 are needed so it appears in train and val"
+                f"scenario {vid!r} has {len(rows)} usable human reappraisal(s) with {len(groups)} distinct text(s); "
+                "at least 2 distinct texts are needed so it appears in train and val"
             )
-        ids = np.sort(ids)
-        stable_rng(seed, "split", vid).shuffle(ids)
-        n_val = min(max(1, int(round(val_fraction * len(ids)))), len(ids) - 1)
-        out.loc[ids[:n_val], "split"] = "val"
-        out.loc[ids[n_val:], "split"] = "train"
+        size = {g: int((keys == g).sum()) for g in groups}
+        n_val = min(max(1, int(round(val_fraction * len(rows)))), len(rows) - 1)
+        n_in_val = sum(size[g] for g in groups if side.get(g) == "val")
+        order = np.arange(len(groups))
+        stable_rng(seed, "split", vid).shuffle(order)
+        for g in (groups[k] for k in order if groups[k] not in side):
+            side[g] = "val" if n_in_val < n_val else "train"
+            n_in_val += size[g] if side[g] == "val" else 0
+        sides = {side[g] for g in groups}
+        if sides != {"train", "val"}:
+            raise ValueError(
+                f"scenario {vid!r}: every one of its {len(groups)} distinct texts is also a reappraisal of an earlier "
+                f"scenario, placed in {sides.pop()}, so it cannot appear in both train and val"
+            )
+    out.loc[key.index, "split"] = key.map(side)
     # Human reappraisals of scenarios outside the training pool are not trained on.
     stray = eligible & ~out["vignette_id"].isin(list(train_vignettes))
     out.loc[stray, "split"] = "heldout"
     return out
 
 
+def identical_text_groups(targets: pd.DataFrame) -> pd.DataFrame:
+    """Train and val reappraisals whose text another one repeats: reappraisal_id, vignette_id, split, text_key."""
+    trained = targets[targets["split"].isin(["train", "val"])]
+    key = trained["text"].map(normalized_text)
+    repeated = key.duplicated(keep=False)
+    return trained.loc[repeated, ["reappraisal_id", "vignette_id", "split"]].assign(text_key=key[repeated])
+
+
 def build_pairs(targets: pd.DataFrame, *, primary_dimension: str, max_pairs_per_scenario: int, seed: int) -> pd.DataFrame:
     """Within-scenario, within-split pairs of human reappraisals with their human margin.
 
-    Exact ties on the primary dimension carry no preference and are skipped.
-    When a scenario has more candidate pairs than ``max_pairs_per_scenario``,
-    a deterministic uniform sample is kept.
+    Exact ties on the primary dimension carry no preference and are skipped,
+    and so are two identical texts (counted by :func:`split_summary`). When a
+    scenario has more candidate pairs than ``max_pairs_per_scenario``, a
+    deterministic uniform sample is kept.
     """
     z_col = f"z_{primary_dimension}"
     rows: list[dict[str, Any]] = []
@@ -92,9 +133,10 @@ def build_pairs(targets: pd.DataFrame, *, primary_dimension: str, max_pairs_per_
         grp = grp.sort_values("reappraisal_id")
         ids = grp["reappraisal_id"].to_numpy()
         texts = grp["text"].to_numpy()
+        keys = grp["text"].map(normalized_text).to_numpy(dtype=object)
         z = grp[z_col].to_numpy()
         i, j = np.triu_indices(len(ids), k=1)
-        keep = z[i] != z[j]
+        keep = (z[i] != z[j]) & (keys[i] != keys[j])
         i, j = i[keep], j[keep]
         rng = stable_rng(seed, "pairs", split, vid)
         if len(i) > max_pairs_per_scenario:
@@ -157,11 +199,37 @@ def split_warnings(targets: pd.DataFrame, pairs: pd.DataFrame, vignettes: pd.Dat
     return out
 
 
-def split_summary(targets: pd.DataFrame, pairs: pd.DataFrame, vignettes: pd.DataFrame | None = None) -> dict[str, Any]:
-    """Counts per split, scenario and author type; with ``vignettes``, also :func:`split_warnings`."""
+def identical_texts_summary(targets: pd.DataFrame, primary_dimension: str) -> dict[str, Any]:
+    """What grouping by text merged: groups of identical train/val texts, and the pairs of them dropped.
+
+    ``groups``: texts held by more than one reappraisal; ``reappraisals``: the
+    reappraisals in them (each group on one side); ``across_scenarios``:
+    groups spanning scenarios; ``pairs_dropped``: per split, the within-scenario
+    pairs of two identical rated texts that :func:`build_pairs` skipped.
+    """
+    groups = identical_text_groups(targets)
+    rated = groups[groups["reappraisal_id"].isin(targets.loc[targets[f"z_{primary_dimension}"].notna(), "reappraisal_id"])]
+    same = rated.groupby(["split", "vignette_id", "text_key"]).size()
+    dropped = (same * (same - 1) // 2).groupby(level="split").sum()
+    return {
+        "normalisation": "Unicode NFKC, casefolded, whitespace collapsed",
+        "groups": int(groups["text_key"].nunique()),
+        "reappraisals": int(len(groups)),
+        "across_scenarios": int((groups.groupby("text_key")["vignette_id"].nunique() > 1).sum()),
+        "pairs_dropped": {s: int(dropped.get(s, 0)) for s in ("train", "val")},
+    }
+
+
+def split_summary(
+    targets: pd.DataFrame, pairs: pd.DataFrame, vignettes: pd.DataFrame | None = None, *, primary_dimension: str | None = None
+) -> dict[str, Any]:
+    """Counts per split, scenario and author type; with ``vignettes``, also :func:`split_warnings`;
+    with ``primary_dimension``, also :func:`identical_texts_summary`."""
     counts = targets.groupby(["vignette_id", "split"]).size().unstack(fill_value=0)
     warnings = split_warnings(targets, pairs, vignettes) if vignettes is not None else []
+    identical = {"identical_texts": identical_texts_summary(targets, primary_dimension)} if primary_dimension else {}
     return {
+        **identical,
         "warnings": warnings,
         "reappraisals_by_split": {s: int((targets["split"] == s).sum()) for s in SPLITS},
         "heldout_by_author_type": targets[targets["split"] == "heldout"].groupby("author_type").size().astype(int).to_dict(),

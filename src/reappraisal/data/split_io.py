@@ -43,12 +43,17 @@ def cli_main(argv: Sequence[str]) -> int:
         max_pairs_per_scenario=split_cfg["max_pairs_per_scenario"],
         seed=cfg["seed"],
     )
-    summary = split_summary(targets, pairs, vignettes)
+    summary = split_summary(targets, pairs, vignettes, primary_dimension=data_cfg["primary_dimension"])
     with atomic_path(args.targets) as t, atomic_path(args.pairs) as p:
         targets.to_parquet(t, index=False)
         pairs.to_parquet(p, index=False)
     write_json(summary, args.summary)
-    print(f"split_reappraisals: {summary['reappraisals_by_split']}; pairs {summary['pairs_by_split']}")
+    same = summary["identical_texts"]
+    print(
+        f"split_reappraisals: {summary['reappraisals_by_split']}; pairs {summary['pairs_by_split']}; "
+        f"identical texts: {same['groups']} group(s) of {same['reappraisals']} reappraisals kept on one side, "
+        f"{sum(same['pairs_dropped'].values())} pair(s) of identical texts dropped"
+    )
     for warning in summary["warnings"]:
         print(f"warning: scenario {warning['scenario']!r} ({warning['check']}): {warning['message']}", file=sys.stderr)
     return 0

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..errors import DataValidationError
+from .quoting import quote
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def validate_table(df: pd.DataFrame, schema: TableSchema) -> pd.DataFrame:
             if bad.any() or values.isna().any():
                 row = out.loc[(bad | values.isna()).idxmax()]
                 raise DataValidationError(
-                    f"column {col!r} must be a number, got {row[col]!r}", where=where(row, schema.name)
+                    f"column {col!r} must be a number, got {quote(row[col])}", where=where(row, schema.name)
                 )
             out[col] = values.astype("float64")
         else:
@@ -79,7 +80,7 @@ def validate_table(df: pd.DataFrame, schema: TableSchema) -> pd.DataFrame:
     dup = out.duplicated(list(schema.key), keep="first")
     if dup.any():
         row = out.loc[dup.idxmax()]
-        key = ", ".join(f"{k}={row[k]!r}" for k in schema.key)
+        key = ", ".join(f"{k}={quote(row[k])}" for k in schema.key)
         raise DataValidationError(f"duplicate {schema.name} key ({key})", where=where(row, schema.name))
     return out
 

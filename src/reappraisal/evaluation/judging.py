@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 import pandas as pd
 
 from ..errors import PipelineInputError
+from ..data.quoting import quote
 from .backends import CallFailure
 from .cache import ReplyCache, cache_key
 from .judge_spec import JudgeSpec
@@ -101,18 +102,10 @@ def judge_contests(contests: pd.DataFrame, scenarios: dict[str, str], spec: Judg
     return pd.DataFrame(rows, columns=JUDGMENT_COLUMNS), stats
 
 
-#: How much of an unparseable reply the stopping message quotes.
-QUOTE_CHARS = 200
 
 
 class UnparseableVerdicts(PipelineInputError):
     """More of a judge's verdicts are unparseable than its ``verdict.max_unparseable_share`` allows."""
-
-
-def quote(text: str | None, limit: int = QUOTE_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, as one line (``repr``: newlines escaped)."""
-    text = "" if text is None else str(text)
-    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def check_parseable(judgments: pd.DataFrame, spec: JudgeSpec) -> None:
