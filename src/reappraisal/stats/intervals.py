@@ -37,7 +37,8 @@ ASSUMPTIONS = {
     "cluster_logit_jackknife": (
         "scenarios are independent draws: delete-one-scenario jackknife (Tukey pseudo-values) "
         "of the logit of the mean scenario rate, t with G-1 df, back-transformed; keeps the "
-        "[0, 1] bound and the skew of rates near it; the headline interval"
+        "[0, 1] bound and the skew of rates near it; the headline interval; when every scenario "
+        "has the same rate (no spread to resample), the Wilson interval of the pooled contests"
     ),
     "cluster_t": (
         "scenarios are independent draws with roughly normal means: t interval on the "
@@ -203,10 +204,14 @@ def cluster_logit_jackknife_interval(scenario_means, n_contests, confidence: flo
     away from the nearer bound, where a skewed population of rates hides its
     tail at G = 6, and (c) removes the first-order bias of logit(θ̂) (Jensen).
     The estimand is the equally weighted mean of scenario rates. When all
-    scenario means are equal the interval collapses to that value (no
-    between-scenario information), like the other cluster intervals. The
-    interval always contains θ̂: near 0 or 1, where the clip dominates the
-    pseudo-values, a bound the bias correction pushed past θ̂ is moved to θ̂.
+    scenario means are equal (e.g. every contest lost) the pseudo-values carry
+    no spread, and a jackknife interval would collapse to a point, claiming
+    certainty that n contests cannot give: the interval is then the Wilson
+    interval of θ̂·n in n, the within-scenario binomial uncertainty that is
+    all that is left (the sensitivity intervals, cluster t and bootstraps,
+    still collapse and say so by their width). The interval always contains
+    θ̂: near 0 or 1, where the clip dominates the pseudo-values, a bound the
+    bias correction pushed past θ̂ is moved to θ̂.
 
     Raises ``ValueError`` when G < 2, a mean is NaN/inf or outside [0, 1],
     or n_contests < 1.
@@ -232,8 +237,9 @@ def cluster_logit_jackknife_interval(scenario_means, n_contests, confidence: flo
     # Near 0 or 1 the leave-one-out means hit the clip and the bias correction can push the whole
     # interval past the estimate (e.g. rates [0, 0, 0, 0.04, 0, 0] gave [0.002, 0.005] around 0.007):
     # an interval always contains its own estimate, so the violated bound is moved to it.
-    low = np.minimum(np.where(flat, theta, _expit(centre - t * se)), theta)
-    high = np.maximum(np.where(flat, theta, _expit(centre + t * se)), theta)
+    flat_low, flat_high = wilson_interval(theta * n, n * np.ones_like(theta), confidence)
+    low = np.minimum(np.where(flat, flat_low, _expit(centre - t * se)), theta)
+    high = np.maximum(np.where(flat, flat_high, _expit(centre + t * se)), theta)
     return _scalar_or_array(low), _scalar_or_array(high)
 
 
