@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from reappraisal.cli import main
+from reappraisal.data.quoting import quote
 from reappraisal.stats.contests import CONTEST_COLUMNS
 
 from .helpers import demo_params, write_judge
@@ -130,7 +131,7 @@ def test_a_judge_whose_replies_are_unparseable_stops_the_stage_with_one_line_quo
     with FakeOpenAI(lambda body, n: Reply(chatty)) as srv:
         argv, out = _world(tmp_path, srv.base_url)
         _fails(argv, out, capfd, "fake-judge.yaml", f"{2 * 2 * N_ANSWERS} of {2 * 2 * N_ANSWERS} verdicts of judge "
-               "'fake-judge' are unparseable", "max_unparseable_share 0.5", repr(chatty[:200] + "..."))
+               "'fake-judge' are unparseable", "max_unparseable_share 0.5", quote(chatty))
         assert srv.count == 2 * 2 * N_ANSWERS
         # a judge allowed that many: the same replies, re-read from the cache (nothing asked again), are kept as errors
         argv, out = _world(tmp_path / "again", srv.base_url, judge_overrides={
