@@ -71,7 +71,7 @@ def validate_ledger(doc: Any, schema: Mapping, tables: Mapping[str, Table], wher
         replacement = (claim.get("retraction") or {}).get("replacement")
         if replacement is not None and replacement not in ids:
             raise PipelineInputError(f"retraction names replacement {replacement!r}, which is not a claim", where=here)
-        for condition in _conditions(claim["rule"]):
+        for condition in rule_conditions(claim["rule"]):
             table = tables.get(condition["table"])
             if table is None:
                 raise PipelineInputError(
@@ -86,7 +86,7 @@ def validate_ledger(doc: Any, schema: Mapping, tables: Mapping[str, Table], wher
     return claims
 
 
-def _conditions(rule: Mapping) -> list[Mapping]:
+def rule_conditions(rule: Mapping) -> list[Mapping]:
     if "card_interval" in rule:
         return []
     return list(rule["all"]) if "all" in rule else [rule]
@@ -106,7 +106,7 @@ def rule_text(rule: Mapping, settings: Mapping[str, Any]) -> str:
         return (f"Wilson {percent(settings['confidence'])} lower bound of {wins:g}/{c['n']} rounds to "
                 f"the quoted {c['quoted_low']} at {c['decimals']} decimals")
     parts = []
-    for cond in _conditions(rule):
+    for cond in rule_conditions(rule):
         where = ", ".join(f"{k}={v}" for k, v in cond["where"].items())
         than = cond["than"]
         if isinstance(than, Mapping) and "setting" in than:
@@ -137,7 +137,7 @@ def _plain(value):
     return value
 
 
-def _select(table: Table, where: Mapping) -> tuple[Mapping, tuple[str, ...]]:
+def select_row(table: Table, where: Mapping) -> tuple[Mapping, tuple[str, ...]]:
     if table.status != "ok":
         raise NotComputable(f"table {table.name} is not computable here: {table.note}")
     frame = table.frame
@@ -154,7 +154,7 @@ def _select(table: Table, where: Mapping) -> tuple[Mapping, tuple[str, ...]]:
 
 
 def _condition(cond: Mapping, tables: Mapping[str, Table], settings: Mapping[str, Any], out: Outcome) -> bool:
-    row, sources = _select(tables[cond["table"]], cond["where"])
+    row, sources = select_row(tables[cond["table"]], cond["where"])
     out.sources.update(sources)
     value = _plain(row[cond["column"]])
     out.values.append(value)
@@ -208,7 +208,7 @@ def evaluate_claims(claims: list[Mapping], tables: Mapping[str, Table], settings
         else:
             out = Outcome()
             try:
-                results = [_condition(c, tables, settings, out) for c in _conditions(rule)]
+                results = [_condition(c, tables, settings, out) for c in rule_conditions(rule)]
                 out.holds = all(results)
             except NotComputable as exc:
                 out.holds, out.note = None, str(exc)

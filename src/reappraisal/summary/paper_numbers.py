@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, Sequence
 
-from .claims import _conditions, _select
+from .claims import NotComputable, rule_conditions, select_row
 from .render import escape_latex, format_cell
 from .summary_table import Table
 
@@ -69,14 +69,14 @@ def claim_numbers(claims: Sequence[Mapping], tables: Mapping[str, Table]) -> lis
                     out.append(_record(stem + macro_word(name), figures[name], name, claim["id"],
                                        source={"card_interval": name}))
             continue
-        conditions = _conditions(rule)
+        conditions = rule_conditions(rule)
         varying = sorted({k for c in conditions for k in c["where"]
                           if len({str(d["where"].get(k)) for d in conditions}) > 1})
         for cond in conditions:
             table = tables[cond["table"]]
             try:
-                row, _ = _select(table, cond["where"])
-            except Exception:  # a row this preset cannot compute: no macro (the claim says not_computable)
+                row, _ = select_row(table, cond["where"])
+            except NotComputable:  # a row this preset cannot compute: no macro (the claim says not_computable)
                 continue
             suffix = "".join(macro_word(cond["where"][k]) for k in varying if k in cond["where"])
             for column in dict.fromkeys([cond["column"], *KEY_COLUMNS.get(cond["table"], ())]):
