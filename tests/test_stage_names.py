@@ -28,7 +28,7 @@ DATA_RULE_SECTIONS = {"normalize", "split", "leakage"}
 #: Top-level config keys that are not a stage's section.
 GLOBAL_KEYS = {"preset", "seed", "presets"}
 #: Subpackages of the core layer (tests/test_import_layers.py), not stages.
-CORE_PACKAGES = {"stats"}
+CORE_PACKAGES = {"stats", "provenance"}
 
 
 def _stage_folders(stage: str) -> tuple[str, ...]:

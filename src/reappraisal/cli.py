@@ -37,6 +37,10 @@ COMMANDS: dict[str, str] = {
     "summarize": "reappraisal.summary.summary_io:cli_main",
     "report": "reappraisal.report.report_io:cli_main",
     "write-model-cards": "reappraisal.report.cards_io:cli_main",
+    "trace": "reappraisal.provenance.trace_io:cli_main",
+    "run": "reappraisal.run_io:cli_main",
+    "record": "reappraisal.provenance.record_io:cli_main",
+    "restore": "reappraisal.provenance.restore_io:cli_main",
 }
 
 

@@ -82,6 +82,8 @@ def _report_entries():
                 spec = {"path": out, "kind": "claims"}
             elif out.endswith("numbers.tex"):
                 spec = {"path": out, "kind": "numbers"}
+            elif out.endswith("provenance.json"):
+                spec = {"path": out, "kind": "provenance"}
             elif out.endswith("index.json"):
                 spec = {"path": out, "kind": "tables_index"}
             elif not Path(out).suffix:  # a directory of tables

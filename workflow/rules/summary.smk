@@ -1,6 +1,7 @@
 # Summary: the paper's tables (CSV, Markdown, LaTeX) from every run's contests,
 # the judgments they were scored from and the metrics, and the claims ledger
-# (claims.yaml -> results/summary/claims.json: value, verdict, lineage of each claim).
+# (claims.yaml -> results/summary/claims.json: value, verdict, lineage of each claim), and
+# each claim's trace to its roots (results/summary/provenance.json: stages, config, code, raw data).
 
 
 rule summarize:
@@ -11,6 +12,7 @@ rule summarize:
         claims="results/summary/claims.json",
         numbers="results/summary/numbers.tex",
         numbers_json="results/summary/numbers.json",
+        provenance="results/summary/provenance.json",
     params:
         cfg=lambda w: section_file("summary", "evaluation", "policy"),
         # the folders holding run{run}/ and {arm}/, derived from the inputs
@@ -24,4 +26,5 @@ rule summarize:
         "python -m reappraisal summarize --evaluation-dir {params.evaluation_dir} --policy-dir {params.policy_dir}"
         " --judge-calibration {input.calibration} --reward-metrics {input.reward_models} --grm-metrics {input.grm}"
         " --claims {input.claims} --out-tables {output.tables}"
-        " --out-claims {output.claims} --out-numbers {output.numbers} --params {params.cfg:q} 2>&1 | tee {log}"
+        " --out-claims {output.claims} --out-numbers {output.numbers} --out-provenance {output.provenance}"
+        " --params {params.cfg:q} 2>&1 | tee {log}"

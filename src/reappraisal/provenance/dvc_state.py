@@ -1,0 +1,80 @@
+"""Each DVC stage's dependencies, config values and outputs, hashed now as DVC hashes them.
+
+A stage record is ``{"deps": {path: hash}, "params": {key: value},
+"outs": {path: hash}}``: exactly what ``dvc commit`` writes for the stage to
+``dvc.lock`` (a file's md5; a folder's ``<md5>.dir`` over its listing, with
+``.dvcignore`` applied; the config values of the keys ``dvc.yaml`` lists).
+The hashes come from DVC's own code (``Output.get_hash``), not a copy of it,
+so they cannot disagree with the lock; DVC's state database makes hashing an
+unchanged file again nearly free. A path that does not exist has hash
+``None``. Outside a DVC repository there are no records (:func:`stage_records`
+returns ``{}``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+#: Record of one stage: {"deps": {path: hash|None}, "params": {key: value}, "outs": {path: hash|None}}.
+StageRecord = dict[str, dict[str, Any]]
+
+
+def is_dvc_repository(root: str | Path) -> bool:
+    return (Path(root) / ".dvc").is_dir() and (Path(root) / "dvc.yaml").is_file()
+
+
+def stage_records(root: str | Path, *, stages: Iterable[str] | None = None,
+                  without_outs: Iterable[str] = ()) -> dict[str, StageRecord]:
+    """Records of ``stages`` (all by default) of the DVC project at ``root``, hashed now.
+
+    ``without_outs``: stages whose outputs are not hashed (the stage calling
+    this, whose outputs do not exist yet).
+    """
+    if not is_dvc_repository(root):
+        return {}
+    from dvc.repo import Repo
+
+    wanted = None if stages is None else set(stages)
+    skip_outs = set(without_outs)
+    hashes: dict[str, str | None] = {}
+    records: dict[str, StageRecord] = {}
+    with Repo(str(root)) as repo:
+        for stage in repo.index.stages:
+            name = getattr(stage, "name", None) or stage.addressing
+            if wanted is not None and name not in wanted:
+                continue
+            record: StageRecord = {"deps": {}, "params": {}, "outs": {}}
+            for dep in stage.deps:
+                if _is_params(dep):
+                    record["params"].update(_params_of(dep))
+                else:
+                    record["deps"][dep.def_path] = _hash(dep, hashes)
+            if name not in skip_outs:
+                for out in stage.outs:
+                    record["outs"][out.def_path] = _hash(out, hashes)
+            records[name] = record
+    return records
+
+
+def _is_params(dep) -> bool:
+    from dvc.dependency.param import ParamsDependency
+
+    return isinstance(dep, ParamsDependency)
+
+
+def _params_of(dep) -> dict[str, Any]:
+    """The config values of a params dependency, keyed as dvc.lock keys them (``<file>:<key>`` when not config.yaml)."""
+    values = dep.read_params()  # what ParamsDependency saves to dvc.lock
+    prefix = "" if Path(dep.def_path).name == "params.yaml" or dep.def_path == "config.yaml" else f"{dep.def_path}:"
+    return {f"{prefix}{key}": value for key, value in dict(values).items()}
+
+
+def _hash(output, cache: dict[str, str | None]) -> str | None:
+    path = output.def_path
+    if path not in cache:
+        if not output.exists:
+            cache[path] = None
+        else:
+            cache[path] = output.get_hash().value
+    return cache[path]
