@@ -21,6 +21,8 @@ OOD = [f"o{g}" for g in range(1, 5)]
 ARMS = {"committee": {"w_rm": 0.5, "w_grm": 0.5}, "rm_only": {"w_rm": 1.0, "w_grm": 0.0},
         "committee_rm_heavy": {"w_rm": 0.7, "w_grm": 0.3}}
 RUNS = (1, 2, 3)
+#: The held-out judge's YAML (verdict pattern and labels of the raw replies built below).
+JUDGES_DIR = Path(__file__).with_name("judges")
 
 # (arm, opponent, pool, contests per scenario and run, mean rate)
 MATCHUPS = [
@@ -163,7 +165,9 @@ def params(**overrides) -> dict:
     out = {
         "seed": 7, "preset": "demo",
         "summary": {"bar": 0.608, "headline_arm": "committee", "confidence": 0.95, "n_boot": 100000},
-        "evaluation": {"runs": list(RUNS), "headline_judge": HEADLINE_JUDGE, "headline_opponent": "gpt-4-0314"},
+        # judges/judge-a.yaml: the pattern summarize re-parses each raw reply with
+        "evaluation": {"runs": list(RUNS), "headline_judge": HEADLINE_JUDGE, "headline_opponent": "gpt-4-0314",
+                       "judges_dir": str(JUDGES_DIR)},
         "policy": {"arms": ARMS},
     }
     out.update(overrides)

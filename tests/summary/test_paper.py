@@ -32,6 +32,7 @@ def _card_judgments(judgments: pd.DataFrame, run: int) -> pd.DataFrame:
             won = i < per_run
             out.loc[rows & (out["order"] == "AB"), "verdict"] = "A" if won else "B"
             out.loc[rows & (out["order"] == "BA"), "verdict"] = "B" if won else "A"
+    out.loc[mine, "raw"] = "[[" + out.loc[mine, "verdict"] + "]] reasoning for " + out.loc[mine, "contest_id"]
     return out
 
 

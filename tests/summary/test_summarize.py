@@ -231,11 +231,11 @@ def test_claims_ledger_reproduces_the_retractions_and_flags_the_wald_bound(works
     assert all(c["verdict"] in ("holds", "fails", "retracted", "not_computable") for c in claims.values())
 
 
-def _flip_one_byte(path: Path, needle: bytes) -> None:
+def _flip_one_byte(path: Path, needle: bytes, offset: int = 0) -> None:
     data = bytearray(path.read_bytes())
     at = data.find(needle)
     assert at >= 0 and data.find(needle, at + 1) < 0, "the flipped text must occur exactly once"
-    data[at] ^= 0x01
+    data[at + offset] ^= 0x01
     path.write_bytes(bytes(data))
 
 
@@ -258,7 +258,8 @@ def test_flipping_one_byte_of_one_runs_judgments_changes_exactly_the_claims_comp
     assert (entry["dvc_stage"], entry["dvc_hash"]) == ("judge", md5)
     assert entry["sha256"] == hashlib.sha256(target.read_bytes()).hexdigest()
 
-    _flip_one_byte(target, judgments["raw"].iloc[5].encode())
+    raw = judgments["raw"].iloc[5]
+    _flip_one_byte(target, raw.encode(), raw.index("reasoning"))  # not the verdict's bytes: it still parses
     assert run_summarize(tmp_path) == 0  # the verdicts are untouched: still consistent with the contests
     after = {c["id"]: c for c in json.loads((tmp_path / "results/summary/claims.json").read_text())["claims"]}
     uses = {i for i, c in before.items() if any(e["path"] == rel for e in c["lineage"])}

@@ -140,7 +140,8 @@ def _rel(path: Path, base: Path) -> str:
 
 def headline_rows(df: pd.DataFrame) -> list[list[str]]:
     """The model card's table, regenerated: one row per (arm, opponent), honest columns (the judge and the
-    headline method, one per table, are named in its caption)."""
+    headline method, one per table, are named in its caption), the verdict (headline interval above the bar)
+    last; a summary without ``clears_bar`` shows it as missing."""
     rows = []
     for r in df.to_dict("records"):
         rows.append([
@@ -149,8 +150,14 @@ def headline_rows(df: pd.DataFrame) -> list[list[str]]:
             fmt_interval(r["headline_low"], r["headline_high"]),
             fmt_interval(r["wilson_low"], r["wilson_high"]), fmt_interval(r["boot_low"], r["boot_high"]),
             fmt(r["signflip_p_bar"]), fmt(r["signflip_p_half"]), fmt(r["signflip_min_p"]), fmt(_py(r["errors"])),
+            fmt(_py(r.get("clears_bar"))),
         ])
     return rows
+
+
+def headline_flags(df: pd.DataFrame) -> list[str | None]:
+    """Per headline row, its run-effect flag (``run_effect_flag``, shown beside the verdict), else None."""
+    return [f if isinstance(f := r.get("run_effect_flag"), str) and f else None for r in df.to_dict("records")]
 
 
 def _headline_first(df: pd.DataFrame, frames: Mapping[str, SummaryTable]) -> pd.DataFrame:
@@ -267,7 +274,8 @@ def _headline(frames: Mapping[str, SummaryTable], report_dir: Path, bar: float, 
             "note": t.note,
             "judge_line": fill(texts["judge_line"], judges=judges) if judges else None,
             "method_line": fill(texts["method_line"], methods=methods) if methods else None,
-            "rows": headline_rows(t.frame), "files": table_view(t, report_dir).files, "bar": bar}
+            "rows": headline_rows(t.frame), "flags": headline_flags(t.frame),
+            "files": table_view(t, report_dir).files, "bar": bar}
 
 
 def _figure(key: str, svg: str, *, kind: str, **values: Any) -> dict:

@@ -16,7 +16,10 @@ Verdicts: ``holds`` / ``fails``; ``retracted`` when the claim carries a
 retraction (its rule is still evaluated: ``rule_verdict`` says what the
 numbers say today); ``not_computable`` when a table it needs is not
 computable on this preset, the row is absent or the number is undefined
-(``note`` says why). Each claim's lineage is the union of the artifacts
+(``note`` says why). Flags never change a verdict: ``flags`` lists the
+caveats of the rows a rule read (a row's :data:`FLAG_COLUMNS` text, e.g. a
+significant run effect behind a pooled headline rate), each prefixed with
+the row. Each claim's lineage is the union of the artifacts
 behind the rows it read, so a changed input file changes exactly the
 lineage of the claims computed from it.
 """
@@ -38,6 +41,8 @@ from .summary_table import Table
 from .texts import percent
 
 VERDICTS = ("holds", "fails", "retracted", "not_computable")
+#: Columns whose text (when set) a claim reading the row carries in its ``flags``.
+FLAG_COLUMNS = ("run_effect_flag",)
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq,
         "!=": operator.ne}
 
@@ -125,6 +130,7 @@ class Outcome:
     holds: bool | None = None
     sources: set = field(default_factory=set)
     flag: str | None = None
+    flags: list = field(default_factory=list)
     note: str | None = None
     details: dict = field(default_factory=dict)
 
@@ -156,6 +162,10 @@ def select_row(table: Table, where: Mapping) -> tuple[Mapping, tuple[str, ...]]:
 def _condition(cond: Mapping, tables: Mapping[str, Table], settings: Mapping[str, Any], out: Outcome) -> bool:
     row, sources = select_row(tables[cond["table"]], cond["where"])
     out.sources.update(sources)
+    label = f"{cond['table']}[" + ", ".join(f"{k}={v}" for k, v in cond["where"].items()) + "]"
+    for flag in (row.get(column) for column in FLAG_COLUMNS):
+        if isinstance(flag, str) and flag and f"{label}: {flag}" not in out.flags:
+            out.flags.append(f"{label}: {flag}")
     value = _plain(row[cond["column"]])
     out.values.append(value)
     than = cond["than"]
@@ -228,6 +238,7 @@ def evaluate_claims(claims: list[Mapping], tables: Mapping[str, Table], settings
             "retraction": ({"date": str(retraction["date"]), "reason": retraction["reason"],
                             "replacement": retraction.get("replacement")} if retraction else None),
             "flag": out.flag,
+            "flags": out.flags,
             "note": out.note,
             "details": out.details or None,
             "sources": sorted(out.sources),

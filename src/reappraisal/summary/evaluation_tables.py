@@ -13,6 +13,14 @@ rated. Clusters are scenarios; runs are pooled inside each scenario.
 Estimand of every win rate here: the equally weighted mean of the scenario
 win rates (:data:`reappraisal.stats.ESTIMAND`). Titles and captions are in
 ``table_texts.yaml`` (:mod:`.texts`).
+
+A headline-style row (headline and ood tables) carries ``run_effect_p`` (the
+run-effect test of :mod:`reappraisal.stats.runs` on its scenario x run cell
+means) and, only when that p is below alpha = 1 - ``summary.confidence``,
+``run_effect_flag``: one sentence saying that the runs disagree and the
+pooled rate hides it (the table's caption repeats it). The flag never
+changes the row's verdict (``clears_bar``): STATISTICS.md asks for the
+run-effect test beside the headline, not for a different headline rule.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import pandas as pd
 from reappraisal import stats
 
 from .summary_table import Table, not_computable
-from .texts import percent, table_text
+from .texts import TABLE_TEXTS, fill, load_texts, percent, table_text
 
 CONTEST_COLUMNS = [
     "run", "judge", "judge_kind", "contest_id", "vignette_id", "pool", "model", "opponent",
@@ -75,6 +83,28 @@ def _stats_view(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[["run", "judge", "contest_id", SCENARIO, "model", "opponent", "score", "error"]]
 
 
+def run_effect_flag(row: Mapping, confidence: float) -> str | None:
+    """The flag of a :func:`reappraisal.stats.headline_row` result whose run-effect test is significant at
+    alpha = 1 - ``confidence`` (p < alpha), else None (an untestable effect is not flagged)."""
+    effect = row["run_effect"]
+    p = effect.get("p_value")
+    alpha = round(1.0 - float(confidence), 12)
+    if p is None or not p < alpha:
+        return None
+    rates = ", ".join(f"run {r['run']} " + ("—" if r["mean_of_scenarios"] is None else f"{r['mean_of_scenarios']:.3f}")
+                      for r in row["per_run"])
+    return fill(load_texts(TABLE_TEXTS)["flags"]["run_effect"], p=f"{p:.2g}", alpha=f"{alpha:g}",
+                n_runs=effect["n_runs"], rates=rates)
+
+
+def _flagged_caption(caption: str, rows: Sequence[Mapping]) -> str:
+    """``caption`` and, for each row with a run-effect flag, one sentence repeating it."""
+    template = load_texts(TABLE_TEXTS)["flags"]["caption"]
+    flags = [fill(template, arm=r["arm"], opponent=r["opponent"], flag=r["run_effect_flag"])
+             for r in rows if r.get("run_effect_flag")]
+    return " ".join([caption, *flags])
+
+
 def _headline_numbers(frame: pd.DataFrame, s: Settings, bar: float) -> dict:
     row = stats.headline_row(
         _stats_view(frame), bar=bar, confidence=s.confidence, n_boot=s.n_boot, seed=s.seed, scenario=SCENARIO
@@ -107,6 +137,7 @@ def _headline_numbers(frame: pd.DataFrame, s: Settings, bar: float) -> dict:
         "design_effect": row["design_effect"],
         "effective_n": row["effective_n"],
         "run_effect_p": row["run_effect"].get("p_value"),
+        "run_effect_flag": run_effect_flag(row, s.confidence),
         "_row": row,
     }
 
@@ -128,7 +159,7 @@ HEADLINE_COLUMNS = [
     "headline_low", "headline_high", "headline_method", "boot_low", "boot_high", "signflip_p_bar",
     "signflip_p_half", "signflip_min_p", "errors", "pooled_rate", "runs", "cluster_t_low", "cluster_t_high",
     "wild_low", "wild_high", "bar", "clears_bar", "scenarios_clearing_bar", "design_effect", "effective_n",
-    "run_effect_p", "note",
+    "run_effect_p", "run_effect_flag", "note",
 ]
 
 
@@ -154,7 +185,7 @@ def _rate_rows(contests: pd.DataFrame, pool: str, s: Settings, sources_by_run, *
 def headline_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
     rows, sources = _rate_rows(contests, "train", s, sources_by_run, opponents_first=[s.headline_opponent])
     title, caption = _text("headline", s)
-    return Table("headline", title, caption, stats.ESTIMAND,
+    return Table("headline", title, _flagged_caption(caption, rows), stats.ESTIMAND,
                  pd.DataFrame(rows, columns=HEADLINE_COLUMNS), sources, display=_headline_display(s))
 
 
@@ -163,7 +194,7 @@ def ood_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
     if not (contests["pool"] == "ood").any():
         return not_computable("ood", title, caption, stats.ESTIMAND, HEADLINE_COLUMNS, "no contests on the ood pool")
     rows, sources = _rate_rows(contests, "ood", s, sources_by_run)
-    return Table("ood", title, caption, stats.ESTIMAND, pd.DataFrame(rows, columns=HEADLINE_COLUMNS), sources,
+    return Table("ood", title, _flagged_caption(caption, rows), stats.ESTIMAND, pd.DataFrame(rows, columns=HEADLINE_COLUMNS), sources,
                  display=_headline_display(s))
 
 

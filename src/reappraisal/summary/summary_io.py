@@ -8,13 +8,15 @@ reward-model and the GRM metrics; absent ones make their tables and claims not
 computable) and each arm's ``<policy-dir>/<arm>/health.json`` /
 ``training_log.csv``. The contests are checked
 against the judgments they were scored from (a stale or edited contests file
-is refused).
+is refused), and each held-out judgment's verdict against what its raw reply
+parses to with the judge's YAML in ``evaluation.judges_dir`` (an edited
+judgments file is refused, :mod:`.judge_replies`).
 
 Writes ``<out-tables>/{name}.csv|.md|.tex`` for every table,
 ``<out-tables>/index.json`` (a list of {name, title, caption, estimand,
 status, note, n_rows, files: {csv, md, tex}}; file paths relative to the
 repository root) and ``<out-claims>`` ({"claims": [...]}, each claim with
-its value, verdict, retraction, flag and lineage). Everything is computed
+its value, verdict, retraction, flag, flags and lineage). Everything is computed
 before anything is written; the tables folder and the claims file are
 replaced atomically, so bad input leaves no partial output.
 """
@@ -42,6 +44,7 @@ from reappraisal.params import parse_params
 from . import evaluation_tables as et
 from . import metrics_tables as mt
 from .claims import evaluate_claims, validate_ledger
+from .judge_replies import check_replies
 from .lineage import DvcIndex, lineage_entries
 from .paper_numbers import claim_numbers, numbers_tex
 from .paper_tables import CARD_TABLES, card_tables
@@ -82,8 +85,10 @@ def _read_json(path: Path) -> Any:
         raise PipelineInputError(f"not valid JSON ({exc.msg}, line {exc.lineno})", where=str(path)) from None
 
 
-def load_run(run: int, evaluation_dir: Path, runs: Sequence[int]) -> tuple[pd.DataFrame, Path, Path]:
-    """One run's contests, validated against its judgments; returns (contests, contests path, judgments path)."""
+def load_run(run: int, evaluation_dir: Path, runs: Sequence[int], *,
+             judges_dir: str | Path) -> tuple[pd.DataFrame, Path, Path]:
+    """One run's contests, validated against its judgments, and the judgments against their judges' raw replies
+    (re-parsed with ``<judges_dir>/<judge>.yaml``); returns (contests, contests path, judgments path)."""
     folder = evaluation_dir / f"run{run}"
     contests_path, judgments_path = folder / "contests.parquet", folder / "judgments.parquet"
     where_runs = f"(config evaluation.runs = {list(runs)})"
@@ -106,6 +111,7 @@ def load_run(run: int, evaluation_dir: Path, runs: Sequence[int]) -> tuple[pd.Da
     missing = [c for c in JUDGMENT_COLUMNS if c not in judgments.columns]
     if missing:
         raise PipelineInputError(f"judgments table lacks column(s) {missing}", where=str(judgments_path))
+    check_replies(judgments, judgments_path, judges_dir)
     _check_against_judgments(contests, judgments, contests_path, judgments_path)
     keep = et.CONTEST_COLUMNS + [c for c in et.LENGTH_COLUMNS if c in contests.columns]
     return contests[keep].copy(), contests_path, judgments_path
@@ -198,8 +204,9 @@ def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy
         raise PipelineInputError(f"headline arm {s.headline_arm!r} is not an arm (arms: {list(s.arms)})",
                                  where="config summary.headline_arm")
     frames, sources_by_run = [], {}
+    judges_dir = with_defaults("evaluation", params.get("evaluation"))["judges_dir"]
     for run in runs:
-        frame, contests_path, judgments_path = load_run(run, evaluation_dir, runs)
+        frame, contests_path, judgments_path = load_run(run, evaluation_dir, runs, judges_dir=judges_dir)
         frames.append(frame)
         sources_by_run[run] = (_rel(contests_path, root), _rel(judgments_path, root))
     contests = pd.concat(frames, ignore_index=True)
