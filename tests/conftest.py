@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.workflow_utils import make_clean_copy, run_snakemake
+from tests.workflow_utils import IMPORT_PROBE_ENV, PYTHON, env_with_venv, make_clean_copy, run_snakemake
 
 
 @pytest.fixture
@@ -20,4 +20,19 @@ def data_pipeline(tmp_path_factory) -> Path:
     """A clean copy in which Snakemake has run the data half through check_leakage."""
     repo = make_clean_copy(tmp_path_factory.mktemp("data_pipeline") / "repo")
     run_snakemake(repo, "--cores", "2", "results/data/leakage.json")
+    return repo
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory) -> Path:
+    """A clean checkout where the README's main command built the demo: `reappraisal run results/report.html`
+    (Snakemake, then the DVC record). Every job prints the package modules it loaded into its log
+    (tests/import_probe). Tests must not change it (copy it first: see tests/test_demo_versions.py)."""
+    import subprocess
+
+    repo = make_clean_copy(tmp_path_factory.mktemp("demo") / "repo")
+    proc = subprocess.run([PYTHON, "-m", "reappraisal", "run", "results/report.html", "--cores", "2"], cwd=repo,
+                          capture_output=True, text=True, env=env_with_venv(IMPORT_PROBE_ENV), timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "recorded" in proc.stdout and "stage(s) in dvc.lock" in proc.stdout, proc.stdout[-2000:]
     return repo

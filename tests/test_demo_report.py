@@ -13,7 +13,7 @@ import yaml
 
 from reappraisal.import_closure import module_path
 from tests.report.browser import ensure_chromium, render
-from tests.workflow_utils import IMPORT_PROBE_ENV, imported_package_modules, make_clean_copy, run_snakemake
+from tests.workflow_utils import imported_package_modules
 
 ARMS = ("committee", "rm_only", "committee_rm_heavy")
 
@@ -22,14 +22,6 @@ ARMS = ("committee", "rm_only", "committee_rm_heavy")
 def screens(tmp_path_factory):
     """Where the page images are kept (the last runs of pytest's tmp paths are kept)."""
     return tmp_path_factory.mktemp("screens")
-
-
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
-    repo = make_clean_copy(tmp_path_factory.mktemp("demo") / "repo")
-    # Every job prints the package modules it loaded into its log (tests/import_probe).
-    run_snakemake(repo, "--cores", "2", "results/report.html", env=IMPORT_PROBE_ENV)
-    return repo
 
 
 def test_report_is_built_with_demo_banner_and_every_section(demo_run):

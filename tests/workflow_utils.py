@@ -39,6 +39,7 @@ def make_clean_copy(dest: Path) -> Path:
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / rel, target)
+    subprocess.run(["git", "init", "-q"], cwd=dest, check=True)  # as a clone is: DVC needs the git repository
     return dest
 
 

@@ -24,6 +24,17 @@ def is_dvc_repository(root: str | Path) -> bool:
     return (Path(root) / ".dvc").is_dir() and (Path(root) / "dvc.yaml").is_file()
 
 
+def open_repo(root: str | Path):
+    """DVC's ``Repo`` at ``root``; a checkout without git (an unpacked archive) is opened without SCM."""
+    from dvc.repo import Repo
+    from dvc.scm import SCMError
+
+    try:
+        return Repo(str(root))
+    except SCMError:
+        return Repo(str(root), config={"core": {"no_scm": True}})
+
+
 def stage_records(root: str | Path, *, stages: Iterable[str] | None = None,
                   without_outs: Iterable[str] = ()) -> dict[str, StageRecord]:
     """Records of ``stages`` (all by default) of the DVC project at ``root``, hashed now.
@@ -33,13 +44,11 @@ def stage_records(root: str | Path, *, stages: Iterable[str] | None = None,
     """
     if not is_dvc_repository(root):
         return {}
-    from dvc.repo import Repo
-
     wanted = None if stages is None else set(stages)
     skip_outs = set(without_outs)
     hashes: dict[str, str | None] = {}
     records: dict[str, StageRecord] = {}
-    with Repo(str(root)) as repo:
+    with open_repo(root) as repo:
         for stage in repo.index.stages:
             name = getattr(stage, "name", None) or stage.addressing
             if wanted is not None and name not in wanted:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import PipelineInputError
-from .dvc_state import is_dvc_repository
+from .dvc_state import is_dvc_repository, open_repo
 
 log = logging.getLogger("reappraisal.record")
 
@@ -27,10 +27,9 @@ def record(root: str | Path = ".") -> tuple[list[str], list[str]]:
     """Commit every stage whose outputs all exist; return (recorded, skipped) stage names."""
     if not is_dvc_repository(root):
         raise PipelineInputError("not a DVC repository (no .dvc/ or dvc.yaml): nothing to record", where=str(root))
-    from dvc.repo import Repo
 
     recorded, skipped = [], []
-    with Repo(str(root)) as repo:
+    with open_repo(root) as repo:
         for stage in repo.index.stages:
             if stage.outs and all(out.exists for out in stage.outs):
                 repo.commit(stage.addressing, force=True, relink=False)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import PipelineInputError
-from .dvc_state import is_dvc_repository
+from .dvc_state import is_dvc_repository, open_repo
 
 
 def restore(root: str | Path = ".") -> dict:
@@ -25,9 +25,8 @@ def restore(root: str | Path = ".") -> dict:
     if not is_dvc_repository(root) or not (root / "dvc.lock").is_file():
         raise PipelineInputError("nothing recorded yet (no dvc.lock): run `reappraisal record` after a build",
                                  where=str(root / "dvc.lock"))
-    from dvc.repo import Repo
 
-    with Repo(str(root)) as repo:
+    with open_repo(root) as repo:
         return dict(repo.checkout(force=True))
 
 

@@ -33,6 +33,7 @@ from ..params import parse_params
 from ..summary.texts import fill, load_texts, percent
 from . import charts
 from ..file_hashes import sha256_file
+from ..provenance.claim_trace import claim_trace
 from .inputs import Artifact, SummaryTable, parse_manifest, read_claims, read_csv, read_json, read_tables_index
 
 #: The page's words (``report_texts.yaml``): banner, sections, artifact titles, headers, figure captions.
@@ -233,12 +234,13 @@ def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Pat
     if headline is not None and cal_doc is not None and cal_doc["decision"]["selected"]:
         headline["judge_line"] = _selected_judge_line(cal_doc["decision"])
     appendix, lineage = _appendix_and_lineage(artifacts)
+    traces = _traces(by_kind.get("provenance", []), [c["id"] for c in claims])
     head, dirty = commit
     return {
         "preset": cfg.get("preset"), "banner": DEMO_BANNER if cfg.get("preset") == "demo" else None,
         "headline": headline, "sections": sections, "further": further,
         "health": [_health_view(a) for a in by_kind.get("policy_health", [])],
-        "calibration": calibration, "claims": claims, "cards": _cards(by_kind.get("model_card", []), report_dir),
+        "calibration": calibration, "claims": claims, "traces": traces, "cards": _cards(by_kind.get("model_card", []), report_dir),
         "appendix": appendix, "lineage": lineage, "commit": head, "dirty": dirty, "bar": bar,
         "has_summary": bool(tables),
     }
@@ -393,6 +395,17 @@ def _cards(card_artifacts: Sequence[Artifact], report_dir: Path) -> list[dict]:
             for a in card_artifacts]
 
 
+def _traces(provenance: Sequence[Artifact], claim_ids: Sequence[str]) -> dict[str, dict]:
+    """Each claim's trace to its roots (stages, raw inputs, config values, code), from the provenance document."""
+    traces: dict[str, dict] = {}
+    for a in provenance:
+        doc = read_json(a.path)
+        for claim_id in claim_ids:
+            if claim_id in (doc.get("claims") or {}):
+                traces[claim_id] = claim_trace(doc, claim_id)
+    return traces
+
+
 def _appendix_and_lineage(artifacts: Sequence[Artifact]) -> tuple[list[dict], list[dict]]:
     """The raw JSON artifacts shown in appendix B, and every input with its sha256 (appendix C)."""
     appendix, lineage = [], []
@@ -402,7 +415,7 @@ def _appendix_and_lineage(artifacts: Sequence[Artifact]) -> tuple[list[dict], li
                         "sha256": sha256_file(a.path) if is_file else None,
                         "bytes": a.path.stat().st_size if is_file else None})
         known = TEXTS["artifacts"].get(a.name, {"title": a.name.replace("_", " "), "caption": ""})
-        if a.path.suffix == ".json" and a.kind not in {"claims", "tables_index"}:
+        if a.path.suffix == ".json" and a.kind not in {"claims", "tables_index", "provenance"}:
             appendix.append({"id": f"artifact-{slug(a.name)}", "title": known["title"], "caption": known["caption"],
                              "path": str(a.path), "data": read_json(a.path)})
     return appendix, lineage

@@ -10,7 +10,7 @@ computable) and each arm's ``<policy-dir>/<arm>/health.json`` /
 against the judgments they were scored from (a stale or edited contests file
 is refused), and each held-out judgment's verdict against what its raw reply
 parses to with the judge's YAML in ``evaluation.judges_dir`` (an edited
-judgments file is refused, :mod:`.judge_replies`).
+judgments file is refused, :mod:`.reply_verdicts`).
 
 Writes ``<out-tables>/{name}.csv|.md|.tex`` for every table,
 ``<out-tables>/index.json`` (a list of {name, title, caption, estimand,
@@ -40,17 +40,21 @@ from reappraisal.errors import PipelineInputError
 from reappraisal.json_values import json_ready
 from reappraisal.evaluation.calibration_file import read_judge_calibration
 from reappraisal.params import parse_params
+from reappraisal.provenance.claim_trace import provenance_document
+from reappraisal.provenance.dvc_state import stage_records
 
 from . import evaluation_tables as et
 from . import metrics_tables as mt
 from .claims import evaluate_claims, validate_ledger
-from .judge_replies import check_replies
-from .lineage import DvcIndex, lineage_entries
+from .reply_verdicts import check_replies
+from .lineage import lineage_entries
 from .paper_numbers import claim_numbers, numbers_tex
 from .paper_tables import CARD_TABLES, card_tables
 from .render import to_csv, to_latex, to_markdown
 from .summary_table import Table
 
+#: The DVC stage that runs this command (its outputs are not hashed: they are being written).
+DVC_STAGE = "summarize"
 CLAIMS_SCHEMA = REPO_ROOT / "workflow" / "schemas" / "claims.schema.yaml"
 JUDGMENT_COLUMNS = ["run", "judge", "contest_id", "vignette_id", "model", "opponent", "order", "verdict"]
 TABLE_ORDER = [
@@ -197,8 +201,8 @@ METRICS = {"judge_calibration": read_judge_calibration, "reward_models": _read_j
 
 def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy_dir: Path, claims_file: Path,
               params: Mapping,
-              root: Path) -> tuple[dict[str, Table], dict]:
-    """Compute every table and the claims ledger (nothing written)."""
+              root: Path) -> tuple[dict[str, Table], dict, dict]:
+    """Compute every table, the claims ledger and the provenance document (nothing written)."""
     s, runs = settings_from_params(params)
     if s.arms and s.headline_arm not in s.arms:
         raise PipelineInputError(f"headline arm {s.headline_arm!r} is not an arm (arms: {list(s.arms)})",
@@ -248,10 +252,13 @@ def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy
     claims = validate_ledger(doc, schema, tables, where=str(claims_file))
     settings = {"bar": s.bar, "confidence": s.confidence}
     records = evaluate_claims(claims, tables, settings)
-    dvc = DvcIndex.read(root)
+    stages = stage_records(root, without_outs=[DVC_STAGE])
     cache: dict = {}
     for record in records:
-        record["lineage"] = lineage_entries(record.pop("sources"), root, dvc, cache)
+        record["lineage"] = lineage_entries(record.pop("sources"), root, stages, cache)
+    provenance = provenance_document(
+        stages, {r["id"]: [entry["path"] for entry in r["lineage"]] for r in records},
+        computing_stage=DVC_STAGE, fetched_files=_fetched_files(stages, root))
     ledger = {
         "claims": records,
         "settings": {"bar": s.bar, "confidence": s.confidence, "headline_judge": s.headline_judge,
@@ -261,13 +268,24 @@ def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy
         "verdicts": {v: sum(r["verdict"] == v for r in records) for v in ("holds", "fails", "retracted",
                                                                           "not_computable")},
     }
-    return tables, json_ready(ledger)
+    return tables, json_ready(ledger), json_ready(provenance)
+
+
+def _fetched_files(stages: Mapping[str, Mapping], root: Path) -> list[dict]:
+    """The files the data stage fetched, with their OSF or bundle checksums (its MANIFEST.json)."""
+    for record in stages.values():
+        for out in record.get("outs", {}):
+            if Path(out).name == "MANIFEST.json" and Path(out).parent.name == "raw":
+                manifest = _read_json(root / out)
+                return list((manifest or {}).get("files") or [])
+    return []
 
 
 def write_outputs(tables: Mapping[str, Table], ledger: dict, out_tables: Path, out_claims: Path, root: Path,
-                  out_numbers: Path | None = None) -> None:
-    """The tables (CSV, Markdown, LaTeX and index.json), claims.json, and numbers.tex with its JSON twin
-    (default: beside claims.json)."""
+                  out_numbers: Path | None = None, provenance: Mapping | None = None,
+                  out_provenance: Path | None = None) -> None:
+    """The tables (CSV, Markdown, LaTeX and index.json), claims.json, numbers.tex with its JSON twin
+    and provenance.json (defaults: beside claims.json)."""
     rendered = {name: {"csv": to_csv(t), "md": to_markdown(t), "tex": to_latex(t)} for name, t in tables.items()}
     out_numbers = Path(out_numbers) if out_numbers else Path(out_claims).with_name("numbers.tex")
     numbers = claim_numbers(ledger["claims"], tables)
@@ -289,6 +307,8 @@ def write_outputs(tables: Mapping[str, Table], ledger: dict, out_tables: Path, o
     with atomic_path(out_numbers) as tmp:
         Path(tmp).write_text(numbers_tex(numbers), encoding="utf-8")
     write_json(json_ready(numbers), out_numbers.with_suffix(".json"))
+    if provenance is not None:
+        write_json(provenance, Path(out_provenance) if out_provenance else Path(out_claims).with_name("provenance.json"))
 
 
 def cli_main(argv: Sequence[str] | None = None) -> int:
@@ -302,6 +322,8 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out-tables", required=True)
     ap.add_argument("--out-claims", required=True)
     ap.add_argument("--out-numbers", default=None, help="numbers.tex (and its .json twin); default beside --out-claims")
+    ap.add_argument("--out-provenance", default=None,
+                    help="provenance.json (each claim's stages, config, code and raw inputs); default beside --out-claims")
     ap.add_argument("--root", default=".", help="repository root: lineage paths are relative to it")
     ap.add_argument("--params", required=True, help="JSON with sections summary, evaluation, policy, seed, preset")
     ns = ap.parse_args(argv)
@@ -309,10 +331,11 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     root = Path(ns.root)
     metrics_files = {"judge_calibration": Path(ns.judge_calibration), "reward_models": Path(ns.reward_metrics),
                      "grm": Path(ns.grm_metrics)}
-    tables, ledger = summarize(evaluation_dir=Path(ns.evaluation_dir), metrics_files=metrics_files,
+    tables, ledger, provenance = summarize(evaluation_dir=Path(ns.evaluation_dir), metrics_files=metrics_files,
                                policy_dir=Path(ns.policy_dir), claims_file=Path(ns.claims), params=params,
                                root=root)
-    write_outputs(tables, ledger, Path(ns.out_tables), Path(ns.out_claims), root, ns.out_numbers)
+    write_outputs(tables, ledger, Path(ns.out_tables), Path(ns.out_claims), root, ns.out_numbers, provenance,
+                  ns.out_provenance)
     head = tables["headline"].frame
     for row in head.itertuples():
         if pd.notna(getattr(row, "win_rate", None)):

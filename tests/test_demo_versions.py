@@ -1,0 +1,167 @@
+"""The demo as the README's main command builds it is versioned, traceable and recoverable.
+
+After `reappraisal run results/report.html` (the `demo_run` fixture): DVC's lock matches every output
+(`dvc status` clean), every claim's lineage carries the hash dvc.lock records, a claim traces to its raw
+data, config values and code, a config edit marks exactly the claims downstream of it, a failed rerun
+is undone by `reappraisal restore`, and a Snakemake killed mid-training is recovered by the same `run`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path, PurePosixPath
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.workflow_utils import PYTHON, env_with_venv
+
+SUMMARY = ("results/summary/claims.json", "results/summary/numbers.tex", "results/summary/provenance.json",
+           "results/summary/tables/headline.csv", "results/summary/tables/index.json")
+
+
+def cli(repo: Path, *args: str, timeout: int = 1500) -> subprocess.CompletedProcess:
+    return subprocess.run([PYTHON, "-m", "reappraisal", *args], cwd=repo, capture_output=True, text=True,
+                          env=env_with_venv(), timeout=timeout)
+
+
+def dvc(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([PYTHON, "-m", "dvc", *args], cwd=repo, capture_output=True, text=True, env=env_with_venv())
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def demo_copy(demo_run, tmp_path):
+    """A copy of the built demo (timestamps, Snakemake's records and DVC's cache included) to change."""
+    dest = tmp_path / "repo"
+    shutil.copytree(demo_run, dest, symlinks=True)
+    return dest
+
+
+def test_after_the_main_command_dvc_status_is_clean(demo_run):
+    status = dvc(demo_run, "status", "--json")
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout or "{}") == {}, status.stdout[:2000]
+
+
+def test_every_claims_lineage_carries_the_hash_dvc_lock_records(demo_run):
+    lock = yaml.safe_load((demo_run / "dvc.lock").read_text())["stages"]
+    claims = json.loads((demo_run / "results/summary/claims.json").read_text())["claims"]
+    checked = 0
+    for claim in claims:
+        for entry in claim["lineage"]:
+            stage = lock[entry["dvc_stage"]]
+            recorded = {o["path"]: o["md5"] for o in stage.get("outs", [])}
+            recorded |= {d["path"]: d["md5"] for d in stage.get("deps", [])}
+            path = PurePosixPath(entry["path"])
+            holder = next(str(p) for p in (path, *path.parents) if str(p) in recorded)
+            assert entry["dvc_hash"] == recorded[holder], (claim["id"], entry)
+            checked += 1
+    assert checked >= 2 * len(claims)
+
+
+def test_a_retracted_claim_traces_to_raw_files_config_values_and_code(demo_run):
+    claims = json.loads((demo_run / "results/summary/claims.json").read_text())["claims"]
+    retracted = next(c["id"] for c in claims if c["verdict"] == "retracted")
+    proc = cli(demo_run, "trace", retracted, "--json")
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)[retracted]
+    trace, lock = found["trace"], yaml.safe_load((demo_run / "dvc.lock").read_text())["stages"]
+    assert found["changed"] == []
+    assert trace["stages"][0] == "fetch_data" and trace["stages"][-1] == "summarize"
+    bundle = {d["path"]: d["md5"] for d in lock["fetch_data"]["deps"]}["data/demo"]
+    assert {"path": "data/demo", "hash": bundle, "stages": ["fetch_data"]} in trace["raw"]
+    for f in trace["fetched_files"]:  # the bundle's checksums, as the fetch recorded them
+        assert sha256(demo_run / "data/raw/files" / f["path"]) == f["sha256"]
+    assert len(trace["fetched_files"]) >= 5
+    keys = {c["key"] for c in trace["config"]}
+    assert {"seed", "preset", "presets.demo.policy.learning_rate"} <= keys
+    code = {c["path"]: c["hash"] for c in trace["code"]}
+    summarize_deps = {d["path"]: d["md5"] for d in lock["summarize"]["deps"]}
+    assert code["src/reappraisal/summary/summary_io.py"] == summarize_deps["src/reappraisal/summary/summary_io.py"]
+    assert code["src/reappraisal/policy/train_io.py"] == hashlib.md5(
+        (demo_run / "src/reappraisal/policy/train_io.py").read_bytes()).hexdigest()
+    html = (demo_run / "results/report.html").read_text()
+    assert f'id="trace-{retracted}"' in html.replace("_", "-") or f'id="trace-{retracted}"' in html
+
+
+def test_editing_one_config_value_marks_exactly_the_claims_downstream_of_it(demo_copy):
+    config = demo_copy / "config.yaml"
+    text = config.read_text()
+    old = "sft: {num_train_epochs: 3, learning_rate: 3.0e-3,"
+    assert old in text
+    config.write_text(text.replace(old, "sft: {num_train_epochs: 3, learning_rate: 4.0e-3,"))
+    # DVC's own judgement of which stages read the edited value ...
+    status = json.loads(dvc(demo_copy, "status", "--json").stdout or "{}")
+    edited = set(status)
+    assert "train_grm" in edited and "train_reward_model" not in edited
+    # ... and the claims whose trace runs through one of them are exactly those `trace` marks changed.
+    doc = json.loads((demo_copy / "results/summary/provenance.json").read_text())
+    expected = {c for c, stages in doc["claims"].items() if edited & set(stages)}
+    proc = cli(demo_copy, "trace", "--changed")
+    assert proc.returncode == 0, proc.stderr
+    lines = dict(line.split(": ", 1) for line in proc.stdout.strip().splitlines())
+    marked = {c for c, what in lines.items() if what.startswith("changed")}
+    assert marked == expected
+    assert 0 < len(marked) < len(lines)  # some claims are downstream of the GRM's training, some are not
+    for c in marked:
+        assert "config presets.demo.grm.sft.learning_rate" in lines[c]
+    assert cli(demo_copy, "trace", "--check").returncode == 1
+
+
+def test_a_failed_rerun_is_undone_by_restore(demo_copy):
+    before = {p: sha256(demo_copy / p) for p in SUMMARY}
+    judgments = demo_copy / "results/evaluation/run2/judgments.parquet"
+    good = sha256(judgments)
+    frame = pd.read_parquet(judgments)
+    frame.loc[frame.index[0], "verdict"] = "tie" if frame["verdict"].iloc[0] != "tie" else "win"
+    frame.to_parquet(judgments)
+    failed = cli(demo_copy, "run", "results/report.html", "--cores", "2")
+    assert failed.returncode != 0  # the summary refuses judgments that disagree with their contests
+    assert not (demo_copy / "results/summary/claims.json").exists()  # Snakemake removed the failed job's outputs
+    proc = cli(demo_copy, "restore", "results/report.html")
+    assert proc.returncode == 0, proc.stderr
+    assert {p: sha256(demo_copy / p) for p in SUMMARY} == before
+    assert sha256(judgments) == good
+    assert json.loads(dvc(demo_copy, "status", "--json").stdout or "{}") == {}
+    dry = subprocess.run([PYTHON, "-m", "snakemake", "-n", "results/report.html"], cwd=demo_copy,
+                         capture_output=True, text=True, env=env_with_venv())
+    assert "Nothing to be done" in dry.stdout + dry.stderr
+
+
+def test_snakemake_killed_mid_training_then_run_again_gives_the_same_model(demo_run, demo_copy):
+    """SIGKILL of the Snakemake parent while a reward seed trains (its trainer lives on as an orphan):
+    the same `run` command unlocks, reruns the incomplete job, which waits for the orphan's work-folder
+    lock and resumes; the model is byte-identical to the uninterrupted one."""
+    import psutil
+
+    seed = demo_copy / "results/reward/seed0"
+    shutil.rmtree(seed)
+    shutil.rmtree(demo_copy / "results/reward/.seed0.work", ignore_errors=True)
+    launcher = subprocess.Popen([PYTHON, "-m", "reappraisal", "run", "results/reward/seed0", "--cores", "1",
+                                 "--no-record"], cwd=demo_copy, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=env_with_venv(), start_new_session=True)
+    work = demo_copy / "results/reward/.seed0.work"
+    deadline = time.time() + 600
+    while not any(p.name.startswith("checkpoint-") and (p / "trainer_state.json").is_file()
+                  for p in (work.iterdir() if work.is_dir() else [])):
+        assert time.time() < deadline and launcher.poll() is None, "no checkpoint before the end of training"
+        time.sleep(0.2)
+    snake = [p for p in psutil.Process(launcher.pid).children() if "snakemake" in " ".join(p.cmdline())]
+    assert len(snake) == 1
+    os.kill(snake[0].pid, signal.SIGKILL)
+    launcher.wait(timeout=60)
+    proc = cli(demo_copy, "run", "results/reward/seed0", "--cores", "1")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    for name in ("model.safetensors", "config.json", "tokenizer.json"):  # the records differ in wall-clock seconds
+        assert sha256(seed / name) == sha256(demo_run / "results/reward/seed0" / name), name
