@@ -15,7 +15,14 @@ and for every recovery:
    the lock on its work folder; the rerun's trainer waits for it, then
    resumes from its checkpoints (:func:`reappraisal.training.open_work_dir`),
    so two trainers never share a work folder.
-3. **Record.** After a successful build, every built stage is recorded in
+3. **What DVC knows and Snakemake does not.** Snakemake reruns a job when
+   its inputs are newer or its rule changed, not when a module it imports or
+   a config value it reads changed; DVC tracks both. Stages whose code,
+   config values or raw inputs changed since the last record
+   (:func:`reappraisal.provenance.dvc_state.stages_with_changed_sources`) have
+   their rules forced (``--forcerun``), so the record that follows never
+   says an output came from code it did not come from.
+4. **Record.** After a successful build, every built stage is recorded in
    ``dvc.lock`` and DVC's cache (:mod:`reappraisal.provenance.record_io`), so
    ``dvc status`` is clean and ``reappraisal restore`` can bring these
    results back after a failed rerun.
@@ -35,7 +42,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from .errors import PipelineInputError
-from .provenance.dvc_state import is_dvc_repository
+from .provenance.dvc_state import is_dvc_repository, stages_with_changed_sources
 from .provenance.record_io import record
 
 RUN_LOCK = Path(".snakemake") / "reappraisal-run.lock"
@@ -95,6 +102,19 @@ def snakemake(root: Path, *args: str) -> int:
     return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=root).returncode
 
 
+def stage_rules(root: Path, stages: Sequence[str]) -> list[str]:
+    """The Snakemake rules each DVC stage runs (its command's ``--allowed-rules``)."""
+    import yaml
+
+    spec = yaml.safe_load((root / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    rules: list[str] = []
+    for stage in stages:
+        cmd = str(spec.get(stage, {}).get("cmd", ""))
+        if "--allowed-rules" in cmd:
+            rules += [r for r in cmd.split("--allowed-rules", 1)[1].split("--", 1)[0].split() if r not in rules]
+    return rules
+
+
 def run(root: Path, targets: Sequence[str], *, cores: str, extra: Sequence[str] = (), record_after: bool = True) -> int:
     with run_lock(root):
         live = live_snakemake(root)
@@ -105,7 +125,12 @@ def run(root: Path, targets: Sequence[str], *, cores: str, extra: Sequence[str] 
             print("removing the lock a killed Snakemake left (no run is live)", flush=True)
             if snakemake(root, "--unlock", "--quiet", "all") != 0:
                 return 1
-        code = snakemake(root, *targets, "--cores", cores, "--rerun-incomplete", *extra)
+        forced = stage_rules(root, stages_with_changed_sources(root))
+        if forced:
+            print(f"code, config values or raw inputs changed since the last record: rerunning {', '.join(forced)}",
+                  flush=True)
+        force = ["--forcerun", *forced] if forced else []
+        code = snakemake(root, *force, "--cores", cores, "--rerun-incomplete", *targets, *extra)
         if code != 0 or not record_after:
             return code
         if is_dvc_repository(root):

@@ -117,3 +117,16 @@ def test_after_snakemake_is_killed_the_same_run_command_finishes(project):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (project / "results" / "total.txt").read_text() == "41"
     assert dvc(project, "status", "--json").stdout.strip() in {"{}", ""}
+
+
+def test_a_changed_config_value_reruns_its_stage_before_the_record_vouches_for_it(project):
+    """Snakemake does not see a config value or an imported module change; DVC does: `run` forces those rules."""
+    assert reappraisal(project, "run", "--cores", "1").returncode == 0
+    built = (project / "results" / "double.txt").stat().st_mtime_ns
+    assert "rerunning" not in reappraisal(project, "run", "--cores", "1").stdout  # nothing changed: nothing rerun
+    (project / "config.yaml").write_text("factor: 3\n")
+    proc = reappraisal(project, "run", "--cores", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "rerunning double" in proc.stdout
+    assert (project / "results" / "double.txt").stat().st_mtime_ns > built
+    assert dvc(project, "status", "--json").stdout.strip() in {"{}", ""}

@@ -87,3 +87,29 @@ def _hash(output, cache: dict[str, str | None]) -> str | None:
         else:
             cache[path] = output.get_hash().value
     return cache[path]
+
+
+def stages_with_changed_sources(root: str | Path) -> list[str]:
+    """Recorded stages whose code, config values or raw inputs changed since ``dvc.lock`` recorded them.
+
+    Changed intermediate files (another stage's outputs) do not count: the
+    stage that writes them is the one to rerun. Empty before anything is recorded.
+    """
+    if not is_dvc_repository(root) or not (Path(root) / "dvc.lock").is_file():
+        return []
+    with open_repo(root) as repo:
+        written = {out.def_path for stage in repo.index.stages for out in stage.outs}
+        status = repo.status()
+    stale = []
+    for stage, entries in status.items():
+        for entry in entries:
+            deps = entry.get("changed deps", {}) if isinstance(entry, dict) else {}
+            if any(isinstance(what, dict) or not _under_any(path, written) for path, what in deps.items()):
+                stale.append(stage)
+                break
+    return stale
+
+
+def _under_any(path: str, outputs: set[str]) -> bool:
+    p = Path(path)
+    return any(str(q) in outputs for q in (p, *p.parents))
