@@ -49,13 +49,14 @@ def test_the_newest_complete_checkpoint_wins_and_half_written_ones_go(tmp_path):
 
 def test_work_dir_keeps_checkpoints_only_for_the_same_spec(tmp_path):
     work = tmp_path / ".out.work"
-    w = open_work_dir(work, {"lr": 1e-3, "data": "abc"})
-    assert w.resume is None and not w.finished
-    _checkpoint(work, 10)
-    again = open_work_dir(work, {"data": "abc", "lr": 1e-3})
-    assert again.resume.name == "checkpoint-10" and again.finished  # global_step 10 of max_steps 10
-    other = open_work_dir(work, {"lr": 2e-3, "data": "abc"})
-    assert other.resume is None and sorted(p.name for p in work.iterdir()) == ["RUN_SPEC.json"]
+    with open_work_dir(work, {"lr": 1e-3, "data": "abc"}) as w:
+        assert w.resume is None and not w.finished
+        _checkpoint(work, 10)
+    with open_work_dir(work, {"data": "abc", "lr": 1e-3}) as again:
+        assert again.resume.name == "checkpoint-10" and again.finished  # global_step 10 of max_steps 10
+    with open_work_dir(work, {"lr": 2e-3, "data": "abc"}) as other:
+        assert other.resume is None and sorted(p.name for p in work.iterdir()) == ["RUN_SPEC.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.work"]  # the lock file goes with its release
 
 
 def test_schedule_finished_reads_steps_and_early_stopping():

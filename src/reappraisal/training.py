@@ -21,6 +21,22 @@ Every trainer here is a ``transformers.Trainer`` (TRL's ``SFTTrainer`` and
   loss of the steps before the checkpoint is in its log history, and
   :func:`whole_run_loss` combines both (:func:`run_training` reports it and
   puts it in the log history).
+* **One trainer per work folder.** :func:`open_work_dir` takes an exclusive
+  ``flock`` on a lock file beside the folder (:func:`work_lock_path`:
+  ``<parent>/.<folder name>.lock``, e.g. ``.seed0.work.lock``; beside, not
+  inside, since the folder may be emptied) and writes its pid, host and
+  start time into it. The caller keeps it for the whole stage (training and
+  export: ``with open_work_dir(...) as work:``). A second opener (a rerun
+  while a trainer orphaned by a killed pipeline still runs) logs one line
+  naming the holder and waits for it, then resumes from what it left;
+  ``wait=False`` (or a number of seconds) refuses instead. A lock file left
+  by a dead process holds no lock and never blocks.
+* **Segments.** Every ``trainer.train`` call is a segment, recorded in the
+  work folder's ``segments.json`` when it starts and at every checkpoint
+  (the checkpoint it resumed from, its first and last step, its seconds),
+  so a killed segment counts up to its last checkpoint;
+  :meth:`RunResult.record` gives ``segments``, ``train_seconds`` (their
+  total) and ``resumed_from`` (the last segment's) for a stage's record.
 * **Leftovers.** Temporaries of atomic writes that a kill left behind
   (:mod:`reappraisal.atomic` names them ``.<name>.<8 chars>.<suffix>``) are
   removed before a stage writes its outputs again (:func:`remove_stale_temporaries`).
@@ -34,11 +50,18 @@ Heavy libraries (torch, transformers) are imported inside the functions.
 
 from __future__ import annotations
 
+import datetime
+import errno
+import fcntl
 import json
 import logging
 import math
+import os
 import re
 import shutil
+import socket
+import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -49,6 +72,8 @@ from .errors import ConfigError, PipelineInputError
 log = logging.getLogger("reappraisal.training")
 
 RUN_SPEC = "RUN_SPEC.json"
+SEGMENTS = "segments.json"
+LOCK_SUFFIX = ".lock"
 TRAINER_STATE = "trainer_state.json"
 CHECKPOINT_PREFIX = "checkpoint-"
 #: Any of these makes a checkpoint folder hold weights.
@@ -188,13 +213,174 @@ def schedule_finished(state: Mapping[str, Any]) -> bool:
     return bool(control.get("should_training_stop"))
 
 
+# ------------------------------------------------------------------- locking
+def work_lock_path(work_dir: str | Path) -> Path:
+    """The lock file of a work folder: beside it, ``<parent>/.<folder name without a leading dot>.lock``.
+
+    ``results/reward/.seed0.work`` -> ``results/reward/.seed0.work.lock``;
+    ``results/policy/<arm>/checkpoints`` -> ``results/policy/<arm>/.checkpoints.lock``.
+    """
+    work_dir = Path(work_dir)
+    return work_dir.parent / f".{work_dir.name.lstrip('.')}{LOCK_SUFFIX}"
+
+
+#: Locks this process holds: lock file -> its WorkLock (a second open in the same process would wait for itself).
+#: Weak: a WorkLock nobody keeps any more is released (its ``__del__``).
+_HELD: "weakref.WeakValueDictionary[str, WorkLock]" = weakref.WeakValueDictionary()
+
+
+def _read_holder(lock: Path) -> dict:
+    try:
+        info = json.loads(Path(lock).read_text())
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def _describe(info: Mapping[str, Any]) -> str:
+    if not info.get("pid"):
+        return "another process (pid not yet written)"
+    where = f" on {info['host']}" if info.get("host") else ""
+    since = f" since {info['started']}" if info.get("started") else ""
+    return f"pid {info['pid']}{where}{since}"
+
+
+def lock_holder(work_dir: str | Path) -> dict | None:
+    """What the holder of a work folder's lock wrote (``pid``, ``host``, ``started``), or None when nobody holds it.
+
+    A lock file left by a dead process holds no lock: None.
+    """
+    lock = work_lock_path(work_dir)
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise
+        return _read_holder(lock)
+    finally:
+        os.close(fd)  # releases the probe's lock, if it got one
+    return None
+
+
+class WorkLock:
+    """An exclusive ``flock`` on a work folder's lock file (:func:`lock_work_dir`), held until :meth:`release`
+    (or the end of the process: the kernel drops it, however the process ends)."""
+
+    def __init__(self, work_dir: Path, path: Path, fd: int):
+        self.work_dir, self.path, self._fd, self._pid = work_dir, path, fd, os.getpid()
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Remove the lock file and drop the lock (once; a forked child never drops its parent's lock)."""
+        fd, self._fd = self._fd, None
+        if fd is None or os.getpid() != self._pid:
+            return
+        _HELD.pop(str(self.path), None)
+        try:
+            # unlinked before unlocking: a waiter that then gets the lock on this (now nameless) file sees that it
+            # is no longer the file at the path and locks the path anew (lock_work_dir)
+            self.path.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> "WorkLock":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:  # interpreter shutdown
+            pass
+
+
+def lock_work_dir(work_dir: str | Path, *, wait: bool | float = True, poll: float = 0.2) -> WorkLock:
+    """Take the exclusive lock of ``work_dir`` (see :func:`work_lock_path`) and write this process into it.
+
+    ``wait``: True waits for the holder however long it runs (one log line
+    names it); False refuses at once, a number waits that many seconds: a
+    :class:`PipelineInputError` naming the holder's pid.
+    """
+    work_dir = Path(work_dir)
+    path = work_lock_path(work_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mine = _HELD.get(str(path))
+    if mine is not None and mine.held and mine._pid == os.getpid():
+        raise RuntimeError(f"this process already holds the lock of {work_dir}: release it (WorkDir.release) first")
+    deadline = None if wait is True else time.monotonic() + (0.0 if wait is False else max(0.0, float(wait)))
+    announced = False
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise
+                holder = _describe(_read_holder(path))
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise PipelineInputError(
+                        f"in use by {holder}: another trainer (e.g. one a killed pipeline left running) trains "
+                        "there; let it finish or end it, then rerun",
+                        where=f"work folder {work_dir}",
+                    ) from None
+                if not announced:
+                    log.warning("work folder %s is in use by %s: waiting until it ends (lock %s)", work_dir, holder,
+                                path.name)
+                    announced = True
+                if deadline is None:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                else:
+                    os.close(fd)
+                    fd = None
+                    time.sleep(max(0.0, min(poll, deadline - time.monotonic())))
+                    continue
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(path))
+            except FileNotFoundError:
+                same = False
+            if not same:  # the holder removed the file as it released it: lock the one at the path now
+                os.close(fd)
+                fd = None
+                continue
+            info = {"pid": os.getpid(), "host": socket.gethostname(), "work_dir": str(work_dir),
+                    "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+            if announced:
+                log.info("work folder %s is free now: going on", work_dir)
+            lock = WorkLock(work_dir, path, fd)
+            fd = None
+            _HELD[str(path)] = lock
+            return lock
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+
+# ----------------------------------------------------------------- work dirs
 @dataclass
 class WorkDir:
-    """A stage's work folder and where training resumes from (see :func:`open_work_dir`)."""
+    """A stage's work folder and where training resumes from (see :func:`open_work_dir`).
+
+    The folder :func:`open_work_dir` opened carries its lock: use it as a
+    context manager (or call :meth:`release`) around the whole stage,
+    training and export.
+    """
 
     path: Path
     resume: Path | None = None
     state: dict | None = None
+    lock: WorkLock | None = field(default=None, repr=False, compare=False)
 
     @property
     def finished(self) -> bool:
@@ -202,27 +388,49 @@ class WorkDir:
         return self.state is not None and schedule_finished(self.state)
 
     def subdir(self, name: str, *, main_process: bool = True) -> "WorkDir":
-        """A stage inside this folder (the GRM's ``sft`` and ``grpo``), with its own checkpoints."""
+        """A stage inside this folder (the GRM's ``sft`` and ``grpo``), with its own checkpoints (under this
+        folder's lock)."""
         return _locate(self.path / name, main_process=main_process)
+
+    def release(self) -> None:
+        """Drop the folder's lock (nothing for a subfolder or a non-main process's view)."""
+        if self.lock is not None:
+            self.lock.release()
+
+    def __enter__(self) -> "WorkDir":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
 
 def _locate(path: Path, *, main_process: bool) -> WorkDir:
     if main_process:
         path.mkdir(parents=True, exist_ok=True)
     resume = last_complete_checkpoint(path, remove_incomplete=main_process)
-    return WorkDir(path, resume, read_trainer_state(resume) if resume else None)
+    work = WorkDir(path, resume, read_trainer_state(resume) if resume else None)
+    if resume is not None and main_process:
+        log.info("resuming from %s (step %s)", resume, work.state["global_step"])
+    return work
 
 
-def open_work_dir(path: str | Path, spec: Mapping[str, Any], *, main_process: bool = True) -> WorkDir:
+def open_work_dir(path: str | Path, spec: Mapping[str, Any], *, main_process: bool = True,
+                  wait: bool | float = True) -> WorkDir:
     """The work folder at ``path`` for a run made with ``spec`` (JSON-able settings and data fingerprints).
 
-    A folder made with another spec is emptied (training starts over); a
-    folder with the same spec keeps its checkpoints. Only the main process
-    changes anything (others call this after it, with ``main_process=False``).
+    The main process first takes the folder's lock (:func:`lock_work_dir`;
+    ``wait`` as there) and keeps it in the returned WorkDir: hold it for
+    the whole stage (``with open_work_dir(...) as work:``). A folder made
+    with another spec is emptied (training starts over); a folder with the
+    same spec keeps its checkpoints. Only the main process changes anything
+    (others call this after it, with ``main_process=False``; they take no lock).
     """
     path = Path(path)
     spec = json.loads(json.dumps(spec, sort_keys=True, default=str))
-    if main_process:
+    if not main_process:
+        return _locate(path, main_process=False)
+    lock = lock_work_dir(path, wait=wait)
+    try:
         spec_path = path / RUN_SPEC
         if path.exists():
             try:
@@ -235,14 +443,16 @@ def open_work_dir(path: str | Path, spec: Mapping[str, Any], *, main_process: bo
         path.mkdir(parents=True, exist_ok=True)
         if not spec_path.exists():
             write_json(spec, spec_path)
-    work = _locate(path, main_process=main_process)
-    if work.resume is not None:
-        log.info("resuming from %s (step %s)", work.resume, work.state["global_step"])
+        work = _locate(path, main_process=True)
+    except BaseException:
+        lock.release()
+        raise
+    work.lock = lock
     return work
 
 
 def work_dir_beside(output: str | Path) -> Path:
-    """The conventional work folder of an output: ``<parent>/.<name>.work``."""
+    """The conventional work folder of an output: ``<parent>/.<name>.work`` (its lock: ``.<name>.work.lock``)."""
     output = Path(output)
     return output.parent / f".{output.name}.work"
 
@@ -312,6 +522,64 @@ def log_at_save_callback():
     return LogAtSave()
 
 
+# ------------------------------------------------------------------ segments
+def read_segments(work_dir: str | Path) -> list[dict]:
+    """The training segments recorded in a work folder (``segments.json``; none when absent or unreadable)."""
+    try:
+        data = json.loads((Path(work_dir) / SEGMENTS).read_text())
+    except (OSError, ValueError):
+        return []
+    return [s for s in data if isinstance(s, dict)] if isinstance(data, list) else []
+
+
+def total_seconds(segments: Iterable[Mapping[str, Any]]) -> float:
+    """The training time of a run: the sum of its segments' seconds."""
+    return round(sum(float(s.get("seconds") or 0.0) for s in segments), 3)
+
+
+def segment_record(*, resumed_from: str | None, start_step: int, end_step: int, seconds: float,
+                   completed: bool) -> dict[str, Any]:
+    """One segment's entry: the checkpoint it resumed from (None: from the start), its first and last step,
+    its seconds up to its last checkpoint (or its end) and whether it ran to its end (False: killed)."""
+    return {"resumed_from": resumed_from, "start_step": int(start_step), "end_step": int(end_step),
+            "seconds": round(float(seconds), 3), "completed": bool(completed)}
+
+
+class _SegmentLog:
+    """Keeps the current segment's entry of ``segments.json`` up to date (main process only)."""
+
+    def __init__(self, work_dir: Path, resumed_from: str | None, start_step: int, *, write: bool):
+        self.path = Path(work_dir) / SEGMENTS
+        self.write = write
+        self.segments = read_segments(work_dir)
+        self.t0 = time.monotonic()
+        self.entry = segment_record(resumed_from=resumed_from, start_step=start_step, end_step=start_step,
+                                    seconds=0.0, completed=False)
+        self.segments.append(self.entry)
+        self._save()
+
+    def update(self, step: int, *, completed: bool = False) -> None:
+        self.entry.update(end_step=int(step), seconds=round(time.monotonic() - self.t0, 3), completed=completed)
+        self._save()
+
+    def _save(self) -> None:
+        if self.write:
+            write_json(self.segments, self.path)
+
+    def callback(self):
+        """A ``TrainerCallback`` recording the step and seconds at every checkpoint."""
+        from transformers import TrainerCallback
+
+        segment_log = self
+
+        class RecordSegment(TrainerCallback):
+            def on_save(self, args, state, control, **kwargs):
+                segment_log.update(state.global_step)
+                return control
+
+        return RecordSegment()
+
+
 @dataclass
 class RunResult:
     """What one stage's training amounted to, over the whole run (every segment)."""
@@ -322,6 +590,18 @@ class RunResult:
     log_history: list[dict] = field(default_factory=list)
     resumed_from: str | None = None
     exported_from: Path | None = None  # set when the schedule had ended at a checkpoint: the model is there
+    segments: list[dict] = field(default_factory=list)  # every training segment of the run, killed ones too
+
+    @property
+    def train_seconds(self) -> float:
+        """Seconds of training over every segment (a killed one up to its last checkpoint)."""
+        return total_seconds(self.segments)
+
+    def record(self) -> dict[str, Any]:
+        """What a stage's record says about its run: ``segments``, ``train_seconds`` (their total) and
+        ``resumed_from`` (the checkpoint the last segment, or this export, started from)."""
+        return {"segments": [dict(s) for s in self.segments], "train_seconds": self.train_seconds,
+                "resumed_from": self.resumed_from}
 
 
 def run_training(trainer, work: WorkDir, *, where: str = "training") -> RunResult:
@@ -329,7 +609,8 @@ def run_training(trainer, work: WorkDir, *, where: str = "training") -> RunResul
 
     ``trainer.args.output_dir`` must be ``work.path`` and its save strategy
     ``steps``. Refuses a run that stopped before its schedule's end without a
-    reason (e.g. a batch the data cannot fill: no step at all).
+    reason (e.g. a batch the data cannot fill: no step at all). Each call
+    that trains is one segment of ``segments.json`` (see the module doc).
     """
     if Path(trainer.args.output_dir).resolve() != work.path.resolve():
         raise ValueError(f"the trainer writes to {trainer.args.output_dir}, not to its work folder {work.path}")
@@ -346,12 +627,17 @@ def run_training(trainer, work: WorkDir, *, where: str = "training") -> RunResul
         history = [e for e in history if "train_loss" not in e] + [{"train_loss": loss, "step": step}]
         log.info("%s: checkpoint %s already ends the schedule (step %d): exporting it, no training", where,
                  work.resume.name, step)
-        return RunResult(step, int(state.get("max_steps") or step), loss, history, resumed_from, source)
+        return RunResult(step, int(state.get("max_steps") or step), loss, history, resumed_from, source,
+                         read_segments(work.path))
 
     trainer.add_callback(log_at_save_callback())
     start_step = int(work.state["global_step"]) if work.state else 0
+    segment = _SegmentLog(work.path, resumed_from, start_step, write=trainer.is_world_process_zero())
+    # first in line: the checkpoint is counted even when a later callback raises at the same save
+    trainer.callback_handler.callbacks.insert(0, segment.callback())
     output = trainer.train(resume_from_checkpoint=str(work.resume) if work.resume else None)
     state = trainer.state
+    segment.update(state.global_step, completed=True)
     if state.global_step == 0 or (state.global_step < state.max_steps and not trainer.control.should_training_stop):
         raise PipelineInputError(
             f"training stopped after step {state.global_step} of {state.max_steps}: the data cannot fill "
@@ -367,7 +653,8 @@ def run_training(trainer, work: WorkDir, *, where: str = "training") -> RunResul
         if "train_loss" in entry:
             entry["train_loss"] = loss
             break
-    return RunResult(int(state.global_step), int(state.max_steps), loss, list(state.log_history), resumed_from)
+    return RunResult(int(state.global_step), int(state.max_steps), loss, list(state.log_history), resumed_from,
+                     segments=[dict(s) for s in segment.segments])
 
 
 def _is_training_state(name: str) -> bool:

@@ -92,5 +92,9 @@ def test_a_killed_demo_judge_training_resumes_from_its_last_complete_checkpoint(
     assert summary["resumed_from"] == "checkpoint-4"
     n_steps = -(-summary["examples"] // 4) * 2
     assert summary["steps"] == n_steps and summary["train_loss"] > 0
+    # the killed segment counts up to its last checkpoint (step 4; step 5 was lost with the kill)
+    assert [(s["resumed_from"], s["start_step"], s["end_step"], s["completed"]) for s in summary["segments"]] == [
+        (None, 0, 4, False), ("checkpoint-4", 4, n_steps, True)]
+    assert summary["train_seconds"] == pytest.approx(sum(s["seconds"] for s in summary["segments"]), abs=1e-3)
     assert (out / "config.json").is_file() and (out / "training_summary.json").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["base", "judge"]  # no work folder, no temporaries

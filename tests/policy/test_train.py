@@ -1,6 +1,7 @@
 """GRPO training of an arm end to end (tiny policy, fake judges), resume, settings, external arms."""
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -117,16 +118,22 @@ def test_killed_runs_resume_from_the_last_complete_checkpoint_and_stop_at_max_st
     ckpts = out / "checkpoints"
     kw = dict(arm=COMMITTEE, policy=policy, model_dir=warm_policy, vignettes=vignettes, out_dir=out, scorers=fakes, seed=0)
 
+    from reappraisal.training import lock_holder
+
+    holders = set()
+
     class InterruptAtSave(TrainerCallback):
         def __init__(self, step):
             self.step = step
 
         def on_save(self, args, state, control, **kw):
+            holders.add((lock_holder(ckpts) or {}).get("pid"))
             if state.global_step == self.step:
                 raise Interrupted(state.global_step)
 
     with pytest.raises(Interrupted):
         train_policy(**kw, callbacks=[InterruptAtSave(2)])
+    assert holders == {os.getpid()}  # the arm's work folder is locked while it trains (beside it)
     assert (ckpts / "checkpoint-2" / "trainer_state.json").is_file()
     assert not (out / "model").exists() and not (out / "health.json").exists()
     # a kill while checkpoint-4 was being written: weights there, trainer state not yet
@@ -157,6 +164,11 @@ def test_killed_runs_resume_from_the_last_complete_checkpoint_and_stop_at_max_st
     health = train_policy(**kw, callbacks=[Probe()])
     assert seen == {}  # the schedule had ended at checkpoint-4: nothing is trained again
     assert health["resumed_from"].endswith("checkpoint-4") and health["global_step"] == 4
+    # both killed segments are in the record, each up to its last checkpoint; the export-only rerun adds none
+    assert [(s["resumed_from"], s["start_step"], s["end_step"], s["completed"]) for s in health["segments"]] == [
+        (None, 0, 2, False), ("checkpoint-2", 2, 4, False)]
+    assert health["train_seconds"] == pytest.approx(sum(s["seconds"] for s in health["segments"]), abs=1e-3)
+    assert health["train_seconds"] > 0
     assert list(pd.read_csv(out / "training_log.csv")["step"]) == [1, 2, 3, 4]  # the whole run, not one segment
     assert json.loads((out / "health.json").read_text())["global_step"] == 4
     from transformers import AutoModelForCausalLM

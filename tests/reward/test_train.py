@@ -10,7 +10,7 @@ from transformers import TrainerCallback
 
 from reappraisal.errors import PipelineInputError
 from reappraisal.reward.train_io import masked_mse, train_reward_model
-from reappraisal.training import last_complete_checkpoint
+from reappraisal.training import last_complete_checkpoint, lock_holder, read_segments
 
 from .conftest import tiny_train_config, toy_examples
 
@@ -216,11 +216,13 @@ def test_sigkill_mid_run_then_rerun_resumes(tmp_path, toy_files, tiny_base):
     try:
         deadline = time.time() + 120
         while time.time() < deadline and proc.poll() is None:
-            # any complete checkpoint (older ones are rotated away by save_total_limit)
-            if any(work.glob("checkpoint-*/trainer_state.json")):
+            # any complete checkpoint (older ones are rotated away by save_total_limit), counted in segments.json
+            segments = read_segments(work)
+            if any(work.glob("checkpoint-*/trainer_state.json")) and segments and segments[-1]["end_step"] > 0:
                 break
             time.sleep(0.05)
         assert proc.poll() is None, "training finished before it could be killed"
+        assert lock_holder(work)["pid"] == proc.pid  # the trainer holds its folder's lock
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
     finally:
@@ -231,8 +233,13 @@ def test_sigkill_mid_run_then_rerun_resumes(tmp_path, toy_files, tiny_base):
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "resuming from" in done.stderr
-    assert json.loads((out / "metrics.json").read_text())["resumed_from"].startswith("checkpoint-")
-    assert not work.exists()
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["resumed_from"].startswith("checkpoint-")
+    killed, resumed = metrics["segments"]  # the SIGKILLed segment is in the record, up to its last checkpoint
+    assert killed["resumed_from"] is None and not killed["completed"] and killed["end_step"] >= 2
+    assert resumed["resumed_from"] == metrics["resumed_from"] and resumed["completed"]
+    assert metrics["train_seconds"] == pytest.approx(killed["seconds"] + resumed["seconds"], abs=1e-3)
+    assert not work.exists() and not (work.parent / ".seed0.work.lock").exists()
 
 
 def test_early_stopping_keeps_the_best_checkpoint(tmp_path, tiny_base, toy_tables):

@@ -16,7 +16,9 @@ parseable verdict, which are counted as ``error``); a call that failed
 (timeout, HTTP error after its retries, truncated or malformed response) is
 never stored, so the next run asks again. Each line is flushed as soon as
 its reply arrives, so a killed stage loses at most the calls in flight; a
-half-written last line is ignored on reading.
+half-written last line (one without its newline) is ignored on reading and
+cut off before the first append (:func:`cut_torn_tail`), so the next reply
+starts a line of its own instead of being glued to the torn one.
 """
 
 from __future__ import annotations
@@ -40,6 +42,36 @@ def cache_key(sent: Mapping[str, Any], *, model_fingerprint: str, run: Any, orde
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def cut_torn_tail(path: str | Path) -> int:
+    """Cut an append-only JSONL file back to the end of its last complete line; return the bytes cut.
+
+    A kill while a line was being written leaves it without its newline;
+    appending after it would glue the next record to it, and both would be
+    unreadable. (The policy's rewards log does the same:
+    :func:`reappraisal.policy.reward_adapter.cut_torn_tail`.)
+    """
+    try:
+        fh = open(path, "r+b")
+    except FileNotFoundError:
+        return 0
+    with fh:
+        size = fh.seek(0, os.SEEK_END)
+        keep, end = 0, size
+        while end > 0:
+            start = max(0, end - (1 << 16))
+            fh.seek(start)
+            newline = fh.read(end - start).rfind(b"\n")
+            if newline >= 0:
+                keep = start + newline + 1
+                break
+            end = start
+        if keep < size:
+            fh.truncate(keep)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return size - keep
+
+
 class ReplyCache:
     """Replies by key, read from and appended to one JSONL file."""
 
@@ -53,6 +85,8 @@ class ReplyCache:
             return
         with self.path.open(encoding="utf-8") as fh:
             for line in fh:
+                if not line.endswith("\n"):
+                    continue  # the last line, cut by a kill (the first put cuts it off): asked again
                 try:
                     record = json.loads(line)
                     yield record["key"], record["reply"]
@@ -72,6 +106,7 @@ class ReplyCache:
         """Store one reply and flush it to disk at once."""
         if self._handle is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            cut_torn_tail(self.path)
             self._handle = self.path.open("a", encoding="utf-8")
         self._handle.write(json.dumps({"key": key, "reply": reply}, ensure_ascii=False) + "\n")
         self._handle.flush()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import shutil
 from pathlib import Path
 from typing import Sequence
@@ -87,7 +88,8 @@ def train_demo_judge(base_dir: str, targets: pd.DataFrame, vignettes: pd.DataFra
     Checkpoints and resumes through the shared training plumbing
     (:mod:`reappraisal.training`) like every trainer here: a killed run
     continues from its last complete checkpoint in ``.judge.work`` beside
-    the output.
+    the output (locked by ``.judge.work.lock`` while a run uses it), and the
+    summary lists every training segment.
     """
     import torch
     from datasets import Dataset
@@ -109,42 +111,42 @@ def train_demo_judge(base_dir: str, targets: pd.DataFrame, vignettes: pd.DataFra
     gpu = torch.cuda.is_available()
     bf16 = use_bf16("auto", where="evaluation.demo_judge")
     set_cpu_threads(cfg.get("cpu_threads"), use_cpu=not gpu)
-    remove_stale_temporaries(out_dir)
-    work = open_work_dir(work_dir_beside(out_dir), {"base": base_dir, "cfg": cfg, "seed": seed,
-                                                    "data": fingerprint(examples)})
-    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=getattr(torch, model_dtype(bf16)))
-    args = SFTConfig(
-        **checkpointing_args(work.path, seed=seed, save_steps=int(cfg["save_steps"]), save_total_limit=2, bf16=bf16,
-                             use_cpu=not gpu, activation_checkpointing=False),
-        num_train_epochs=float(cfg["num_train_epochs"]),
-        learning_rate=float(cfg["learning_rate"]),
-        per_device_train_batch_size=int(cfg["per_device_train_batch_size"]),
-        max_length=int(cfg["max_length"]),
-        lr_scheduler_type="linear",
-        logging_steps=10,
-        disable_tqdm=False,
-        shuffle_dataset=True,
-    )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_dict(examples), processing_class=tokenizer,
-                         callbacks=list(callbacks))
-    result = run_training(trainer, work, where="train_demo_judge")
-    summary = {
-        "base": base_dir,
-        "judge_spec": spec.path,
-        "examples": len(examples["prompt"]),
-        "pairs": int(len(examples["prompt"]) // (2 if both_orders else 1)),
-        "judge_train_reappraisals": int(pd.unique(pairs.loc[pairs["half"] == "judge_train",
-                                                            ["first_id", "second_id"]].to_numpy().ravel()).size),
-        "train_loss": result.train_loss,
-        "steps": result.global_step,
-        "resumed_from": result.resumed_from,
-        "data": "judge_train half of the validation split's human pairs; never seen by the reward path",
-    }
-    with atomic_dir(out_dir) as tmp:
-        export_model(trainer, result, tmp)
-        tokenizer.save_pretrained(str(tmp))
-        (tmp / "training_summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
-    shutil.rmtree(work.path, ignore_errors=True)
+    run_spec = {"base": base_dir, "cfg": cfg, "seed": seed, "data": fingerprint(examples)}
+    with open_work_dir(work_dir_beside(out_dir), run_spec) as work:  # locked until the output is in place
+        remove_stale_temporaries(out_dir)
+        model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=getattr(torch, model_dtype(bf16)))
+        args = SFTConfig(
+            **checkpointing_args(work.path, seed=seed, save_steps=int(cfg["save_steps"]), save_total_limit=2, bf16=bf16,
+                                 use_cpu=not gpu, activation_checkpointing=False),
+            num_train_epochs=float(cfg["num_train_epochs"]),
+            learning_rate=float(cfg["learning_rate"]),
+            per_device_train_batch_size=int(cfg["per_device_train_batch_size"]),
+            max_length=int(cfg["max_length"]),
+            lr_scheduler_type="linear",
+            logging_steps=10,
+            disable_tqdm=False,
+            shuffle_dataset=True,
+        )
+        trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_dict(examples), processing_class=tokenizer,
+                             callbacks=list(callbacks))
+        result = run_training(trainer, work, where="train_demo_judge")
+        summary = {
+            "base": base_dir,
+            "judge_spec": spec.path,
+            "examples": len(examples["prompt"]),
+            "pairs": int(len(examples["prompt"]) // (2 if both_orders else 1)),
+            "judge_train_reappraisals": int(pd.unique(pairs.loc[pairs["half"] == "judge_train",
+                                                                ["first_id", "second_id"]].to_numpy().ravel()).size),
+            "train_loss": result.train_loss,
+            "steps": result.global_step,
+            **result.record(),  # resumed_from, segments (killed ones too), train_seconds (their total)
+            "data": "judge_train half of the validation split's human pairs; never seen by the reward path",
+        }
+        with atomic_dir(out_dir) as tmp:
+            export_model(trainer, result, tmp)
+            tokenizer.save_pretrained(str(tmp))
+            (tmp / "training_summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
+        shutil.rmtree(work.path, ignore_errors=True)
     return summary
 
 
@@ -153,6 +155,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     for name in ("base-dir", "targets", "vignettes", "judge", "out", "params"):
         ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     params = parse_params(args.params)
     ev = params["evaluation"]
     cfg = {**ev["demo_judge"], "judge_train_fraction": ev["calibration"]["judge_train_fraction"]}

@@ -13,13 +13,16 @@ pair in both orders; the templated traces and the RL prompts use only the
 clearly separated pairs (human margin ≥ ``grm.delta``). Outputs are written
 atomically: the stage-1 model to ``--sft-out``, the final model (with
 ``training_summary.json``) to ``--out``; a failed run leaves neither, and a
-rerun resumes both stages from their last complete checkpoints.
+rerun resumes both stages from their last complete checkpoints (stage 2
+saves one every ``grm.grpo.save_steps``; the rerun logs ``resuming from
+<checkpoint> (step N)``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import shutil
 import time
 from pathlib import Path
@@ -43,6 +46,7 @@ from reappraisal.training import (
     remove_stale_temporaries,
     run_training,
     set_cpu_threads,
+    total_seconds,
     use_bf16,
     work_dir_beside,
 )
@@ -227,7 +231,9 @@ def train_grm(
     Both stages checkpoint into ``<out>/../.<out name>.work/`` (``sft/``,
     ``grpo/``, and the finished stage-1 model in ``sft_model/``); a rerun
     with the same settings and data resumes where a killed run stopped (see
-    :mod:`reappraisal.training`). The work folder is removed on success.
+    :mod:`reappraisal.training`). The work folder is locked for the whole run (a second run waits for the
+    first) and removed on success. The summary lists every training segment of both stages (``segments``,
+    each stage's too) and ``train_seconds``, their total.
     ``callbacks`` (``TrainerCallback``s) go to both stages' trainers.
     """
     start = time.monotonic()
@@ -257,30 +263,35 @@ def train_grm(
         "base_model": str(base_model), "cfg": cfg, "data_cfg": dict(data_cfg), "seed": int(seed),
         "data": fingerprint(rows.to_dict("records"), rl_items.to_dict("records"), dict(scenarios)),
     }
-    remove_stale_temporaries(out_dir, sft_out_dir)
-    work = open_work_dir(work_dir_beside(out_dir), spec)
-    sft_model = work.path / "sft_model"
-    t0 = time.monotonic()
-    with atomic_dir(sft_model) as tmp:
-        sft = run_sft(str(base_model), rows, scenarios, cfg=cfg, seed=seed, out_dir=tmp, work=work.subdir("sft"),
-                      callbacks=callbacks)
-    summary["sft"].update(log=sft.log_history, train_loss=sft.train_loss, global_step=sft.global_step,
-                          resumed_from=sft.resumed_from, seconds=round(time.monotonic() - t0, 2))
-    t0 = time.monotonic()
-    with atomic_dir(out_dir) as final_tmp, atomic_dir(sft_out_dir) as sft_tmp:
-        shutil.copytree(sft_model, sft_tmp, dirs_exist_ok=True)
-        if int(cfg["grpo"]["max_steps"]) > 0:
-            grpo = run_grpo(sft_model, rl_items, scenarios, cfg=cfg, seed=seed, out_dir=final_tmp,
-                            work=work.subdir("grpo"), callbacks=callbacks)
-            summary["grpo"].update(log=grpo.log_history, global_step=grpo.global_step, resumed_from=grpo.resumed_from)
-        else:
-            summary["grpo"]["log"] = []
-            summary["grpo"]["skipped"] = "grm.grpo.max_steps = 0: the final model is the stage-1 model"
-            shutil.copytree(sft_model, final_tmp, dirs_exist_ok=True)
-        summary["grpo"]["seconds"] = round(time.monotonic() - t0, 2)
-        summary["seconds"] = round(time.monotonic() - start, 2)
-        (final_tmp / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
-    shutil.rmtree(work.path, ignore_errors=True)
+    # the work folder's lock is held for both stages and both exports (a second run waits for the first)
+    with open_work_dir(work_dir_beside(out_dir), spec) as work:
+        remove_stale_temporaries(out_dir, sft_out_dir)
+        sft_model = work.path / "sft_model"
+        t0 = time.monotonic()
+        with atomic_dir(sft_model) as tmp:
+            sft = run_sft(str(base_model), rows, scenarios, cfg=cfg, seed=seed, out_dir=tmp,
+                          work=work.subdir("sft"), callbacks=callbacks)
+        summary["sft"].update(log=sft.log_history, train_loss=sft.train_loss, global_step=sft.global_step,
+                              **sft.record(), seconds=round(time.monotonic() - t0, 2))
+        segments = [{"stage": "sft", **s} for s in sft.segments]
+        t0 = time.monotonic()
+        with atomic_dir(out_dir) as final_tmp, atomic_dir(sft_out_dir) as sft_tmp:
+            shutil.copytree(sft_model, sft_tmp, dirs_exist_ok=True)
+            if int(cfg["grpo"]["max_steps"]) > 0:
+                grpo = run_grpo(sft_model, rl_items, scenarios, cfg=cfg, seed=seed, out_dir=final_tmp,
+                                work=work.subdir("grpo"), callbacks=callbacks)
+                summary["grpo"].update(log=grpo.log_history, global_step=grpo.global_step, **grpo.record())
+                segments += [{"stage": "grpo", **s} for s in grpo.segments]
+            else:
+                summary["grpo"]["log"] = []
+                summary["grpo"]["skipped"] = "grm.grpo.max_steps = 0: the final model is the stage-1 model"
+                shutil.copytree(sft_model, final_tmp, dirs_exist_ok=True)
+            summary["grpo"]["seconds"] = round(time.monotonic() - t0, 2)
+            summary["seconds"] = round(time.monotonic() - start, 2)
+            summary["segments"] = segments  # both stages' training segments, killed ones included
+            summary["train_seconds"] = total_seconds(segments)
+            (final_tmp / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
+        shutil.rmtree(work.path, ignore_errors=True)
     return summary
 
 
@@ -295,6 +306,8 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sft-out", required=True, help="stage-1 (SFT) model directory")
     ap.add_argument("--params", default=None, help="JSON with sections grm, data, seed")
     ns = ap.parse_args(argv)
+    # the shared plumbing's lines (resuming from <checkpoint> (step N), waiting for a work folder's holder)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     params = parse_params(ns.params)
     cfg, data_cfg = params.get("grm"), params.get("data")
     if not cfg or not data_cfg:

@@ -23,13 +23,16 @@ Scorers are anything with the judges' ``score`` signatures (see
 With ``rewards_log`` the main process appends one JSON line per call: the
 global batch in TRL's order (``vignette_id``, ``answer``, ``passed``,
 ``rm``, ``grm`` (raw scores, null where not scored), ``reward``) and the
-training step, so every reward can be audited or recomputed offline.
+training step, so every reward can be audited or recomputed offline. A
+line a kill left half-written is cut off before the first append
+(:func:`cut_torn_tail`), so the next line is not glued to it.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
@@ -134,6 +137,34 @@ def _gather(records: list) -> list:
     return gather_object(records)
 
 
+def cut_torn_tail(path: str | Path) -> int:
+    """Cut an append-only JSONL file back to the end of its last complete line; return the bytes cut.
+
+    (The same rule as the judges' reply cache, :func:`reappraisal.evaluation.cache.cut_torn_tail`, which
+    this layer cannot import.)
+    """
+    try:
+        fh = open(path, "r+b")
+    except FileNotFoundError:
+        return 0
+    with fh:
+        size = fh.seek(0, os.SEEK_END)
+        keep, end = 0, size
+        while end > 0:
+            start = max(0, end - (1 << 16))
+            fh.seek(start)
+            newline = fh.read(end - start).rfind(b"\n")
+            if newline >= 0:
+                keep = start + newline + 1
+                break
+            end = start
+        if keep < size:
+            fh.truncate(keep)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return size - keep
+
+
 class CommitteeReward:
     """GRPO reward function computing the committee over whole groups across processes.
 
@@ -168,6 +199,7 @@ class CommitteeReward:
         self._process_info = process_info
         self._gather = gather
         self.rewards_log = Path(rewards_log) if rewards_log is not None else None
+        self._log_tail_checked = False  # a torn last line (a killed earlier run) is cut before the first append
         self.last_result: CommitteeResult | None = None
         self.last_answers: list[str] = []
 
@@ -213,6 +245,9 @@ class CommitteeReward:
             line = {"step": getattr(state, "global_step", None), "vignette_id": keys, "answer": g_answers,
                     "passed": g_passed, "rm": _nullable(g_rm), "grm": _nullable(g_grm),
                     "reward": result.rewards.tolist()}
+            if not self._log_tail_checked:
+                cut_torn_tail(self.rewards_log)
+                self._log_tail_checked = True
             with self.rewards_log.open("a") as fh:
                 fh.write(json.dumps(line) + "\n")
         if log_metric is not None:

@@ -9,6 +9,10 @@ scheduler, RNG and trainer state) go to a work directory every
 complete one and never trains past ``max_steps`` (:mod:`reappraisal.training`).
 On success the final model is moved into place, the per-step log and the
 health verdict are written next to it, and the work directory is removed.
+The main process holds the work directory's lock (beside it:
+``.checkpoints.lock``) from before it touches anything until then, so a
+second run of the arm waits for the first; ``health.json`` lists every
+training segment (``segments``; ``train_seconds`` is their total).
 
 Several processes (``accelerate launch``): the ``GRPOConfig`` is built before
 anything else touches the distributed state, so every check sees every
@@ -24,10 +28,10 @@ was not trained here.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
-import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -182,57 +186,58 @@ def train_policy(
     spec = {"arm": arm.name, "weights": vars(arm.weights), "grpo": {k: v for k, v in settings.items() if k != "output_dir"},
             "model_dir": str(model_dir), "prompts": fingerprint(rows), "format_gate": policy["format_gate"],
             "judges": judges_spec or {}, "num_processes": state.num_processes}
-    if state.is_main_process:
-        remove_stale_temporaries(out_dir / "model", out_dir / "training_log.csv", out_dir / "health.json")
-        work = open_work_dir(work_dir, spec)
-    state.wait_for_everyone()
-    if not state.is_main_process:
-        work = open_work_dir(work_dir, spec, main_process=False)
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    rm_scorer, grm_scorer = scorers(args.device)
-    reward = CommitteeReward(
-        weights=arm.weights, gate=FormatGate.from_config(policy["format_gate"]), num_generations=args.num_generations,
-        rm_scorer=rm_scorer, grm_scorer=grm_scorer, tokenizer=tokenizer, rewards_log=rewards_log,
-    )
-    reward_funcs: list[Any] = [reward]
-    if gold_scorer:
-        reward_funcs.append(GoldQualityLog(tokenizer=tokenizer))  # weight 0 (grpo_settings): logged, never optimized
-    trainer = GRPOTrainer(
-        model=str(model_dir), reward_funcs=reward_funcs, args=args,
-        train_dataset=Dataset.from_list(rows), processing_class=tokenizer, callbacks=list(callbacks),
-    )
-    if work.resume and state.is_main_process:
-        print(f"resuming {arm.name} from {work.resume}", flush=True)
-    t0 = time.perf_counter()
-    result = run_training(trainer, work, where=f"policy arm {arm.name}")
-    seconds = time.perf_counter() - t0
-
-    final_tmp = work.path / "final"
-    export_model(trainer, result, final_tmp)  # every process calls it (DeepSpeed gathers); the main one writes
-    state.wait_for_everyone()
-    health: dict[str, Any] = {}
-    if state.is_main_process:
-        tokenizer.save_pretrained(str(final_tmp))
-        log_rows = training_log_rows(result.log_history)
-        health = health_verdict(log_rows, HealthThresholds.from_config(policy["health"]))
-        health.update(
-            arm=arm.name, trained_here=True, weights=vars(arm.weights).copy() if arm.weights else None,
-            format_gate={"max_sentences": reward.gate.max_sentences, "penalty": reward.gate.penalty},
-            base_model=str(model_dir), resumed_from=str(work.resume) if work.resume else None,
-            train_seconds=round(seconds, 2), global_step=result.global_step,
-            grpo={k: settings[k] for k in ("learning_rate", "beta", "num_generations", "max_steps",
-                                            "max_completion_length", "per_device_train_batch_size", "bf16")},
-            num_processes=state.num_processes,
+    with contextlib.ExitStack() as held:
+        if state.is_main_process:  # the lock is held until the outputs are in place and the work folder is gone
+            work = held.enter_context(open_work_dir(work_dir, spec))
+            remove_stale_temporaries(out_dir / "model", out_dir / "training_log.csv", out_dir / "health.json")
+        state.wait_for_everyone()
+        if not state.is_main_process:
+            work = open_work_dir(work_dir, spec, main_process=False)
+        tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+        rm_scorer, grm_scorer = scorers(args.device)
+        reward = CommitteeReward(
+            weights=arm.weights, gate=FormatGate.from_config(policy["format_gate"]), num_generations=args.num_generations,
+            rm_scorer=rm_scorer, grm_scorer=grm_scorer, tokenizer=tokenizer, rewards_log=rewards_log,
         )
-        model_out = out_dir / "model"
-        if model_out.exists():
-            shutil.rmtree(model_out)
-        model_out.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(final_tmp, model_out)
-        with atomic_path(out_dir / "training_log.csv", suffix=".csv") as tmp:
-            pd.DataFrame(log_rows).to_csv(tmp, index=False)
-        write_json(health, out_dir / "health.json")
-        shutil.rmtree(work.path, ignore_errors=True)
+        reward_funcs: list[Any] = [reward]
+        if gold_scorer:
+            reward_funcs.append(GoldQualityLog(tokenizer=tokenizer))  # weight 0 (grpo_settings): logged, never optimized
+        trainer = GRPOTrainer(
+            model=str(model_dir), reward_funcs=reward_funcs, args=args,
+            train_dataset=Dataset.from_list(rows), processing_class=tokenizer, callbacks=list(callbacks),
+        )
+        if work.resume and state.is_main_process:
+            print(f"resuming {arm.name} from {work.resume}", flush=True)
+        result = run_training(trainer, work, where=f"policy arm {arm.name}")
+
+        final_tmp = work.path / "final"
+        export_model(trainer, result, final_tmp)  # every process calls it (DeepSpeed gathers); the main one writes
+        state.wait_for_everyone()
+        health: dict[str, Any] = {}
+        if state.is_main_process:
+            tokenizer.save_pretrained(str(final_tmp))
+            log_rows = training_log_rows(result.log_history)
+            health = health_verdict(log_rows, HealthThresholds.from_config(policy["health"]))
+            health.update(
+                arm=arm.name, trained_here=True, weights=vars(arm.weights).copy() if arm.weights else None,
+                format_gate={"max_sentences": reward.gate.max_sentences, "penalty": reward.gate.penalty},
+                base_model=str(model_dir), global_step=result.global_step,
+                # every training segment, killed ones too; train_seconds is their total; resumed_from (the
+                # last segment's) stays the checkpoint's path, as before
+                **{**result.record(), "resumed_from": str(work.resume) if work.resume else None},
+                grpo={k: settings[k] for k in ("learning_rate", "beta", "num_generations", "max_steps",
+                                                "max_completion_length", "per_device_train_batch_size", "bf16")},
+                num_processes=state.num_processes,
+            )
+            model_out = out_dir / "model"
+            if model_out.exists():
+                shutil.rmtree(model_out)
+            model_out.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(final_tmp, model_out)
+            with atomic_path(out_dir / "training_log.csv", suffix=".csv") as tmp:
+                pd.DataFrame(log_rows).to_csv(tmp, index=False)
+            write_json(health, out_dir / "health.json")
+            shutil.rmtree(work.path, ignore_errors=True)
     state.wait_for_everyone()
     return health
 

@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from reappraisal.errors import PipelineInputError
-from reappraisal.training import pad_right, remove_stale_temporaries, set_cpu_threads
+from reappraisal.training import (
+    lock_work_dir,
+    pad_right,
+    remove_stale_temporaries,
+    segment_record,
+    set_cpu_threads,
+    work_dir_beside,
+)
 
 from .committee import FormatGate
 from .prompts import build_messages
@@ -88,51 +95,63 @@ def run_warm_start(
     max_length: int,
     seed: int,
 ) -> dict[str, Any]:
-    """SFT the causal LM in ``base_dir`` on ``examples``; save model + tokenizer to ``out_dir`` atomically."""
+    """SFT the causal LM in ``base_dir`` on ``examples``; save model + tokenizer to ``out_dir`` atomically.
+
+    Holds the lock of the output's work folder (``.<out name>.work.lock`` beside it; no folder is made: the loop
+    keeps no checkpoints) from before a killed run's leftovers are removed until the output is in place, so a
+    second run waits for the first instead of removing its temporary output.
+    """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from reappraisal.atomic import atomic_dir
 
-    remove_stale_temporaries(out_dir)  # what a killed earlier run left beside the output
-    torch.manual_seed(seed)
-    tok = AutoTokenizer.from_pretrained(base_dir)
-    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
-    model.train()
-    encoded = [encode_example(tok, ex, max_length) for ex in examples]
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, steps // 10)))
-    rng = random.Random(seed)
-    pad = tok.pad_token_id
-    losses = []
-    t0 = time.perf_counter()
-    order: list[int] = []
-    for _ in range(steps):
-        if len(order) < batch_size:
-            order += rng.sample(range(len(encoded)), len(encoded))
-        idx, order = order[:batch_size], order[batch_size:]
-        batch = [encoded[i] for i in idx]
-        padded = pad_right([ids for ids, _ in batch], pad, labels=[lab for _, lab in batch])
-        loss = model(**padded).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(float(loss.detach()))
-    summary = {
-        "n_examples": len(examples),
-        "steps": steps,
-        "batch_size": batch_size,
-        "lr": lr,
-        "loss_first": losses[0] if losses else None,
-        "loss_last": sum(losses[-10:]) / len(losses[-10:]) if losses else None,
-        "seconds": round(time.perf_counter() - t0, 2),
-    }
-    with atomic_dir(out_dir) as tmp:
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        (tmp / "warm_start.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    with lock_work_dir(work_dir_beside(out_dir)):
+        remove_stale_temporaries(out_dir)  # what a killed earlier run left beside the output
+        torch.manual_seed(seed)
+        tok = AutoTokenizer.from_pretrained(base_dir)
+        model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
+        model.train()
+        encoded = [encode_example(tok, ex, max_length) for ex in examples]
+        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, steps // 10)))
+        rng = random.Random(seed)
+        pad = tok.pad_token_id
+        losses = []
+        t0 = time.perf_counter()
+        order: list[int] = []
+        for _ in range(steps):
+            if len(order) < batch_size:
+                order += rng.sample(range(len(encoded)), len(encoded))
+            idx, order = order[:batch_size], order[batch_size:]
+            batch = [encoded[i] for i in idx]
+            padded = pad_right([ids for ids, _ in batch], pad, labels=[lab for _, lab in batch])
+            loss = model(**padded).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            losses.append(float(loss.detach()))
+        seconds = time.perf_counter() - t0
+        segment = segment_record(resumed_from=None, start_step=0, end_step=steps, seconds=seconds, completed=True)
+        summary = {
+            "n_examples": len(examples),
+            "steps": steps,
+            "batch_size": batch_size,
+            "lr": lr,
+            "loss_first": losses[0] if losses else None,
+            "loss_last": sum(losses[-10:]) / len(losses[-10:]) if losses else None,
+            "seconds": round(seconds, 2),
+            # the same record as the checkpointed trainers': one segment (this loop never resumes)
+            "segments": [segment],
+            "train_seconds": segment["seconds"],
+            "resumed_from": None,
+        }
+        with atomic_dir(out_dir) as tmp:
+            model.save_pretrained(tmp)
+            tok.save_pretrained(tmp)
+            (tmp / "warm_start.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary
 
 

@@ -12,9 +12,12 @@ Crash safety (:mod:`reappraisal.training`): training runs in
 ``<out>/../.<name>.work/`` with a Trainer checkpoint every ``save_steps``; a
 rerun with the same settings and data resumes from the last complete
 checkpoint (a run with different settings or data starts over) and reports
-``train_loss`` over the whole run. The finished model is written to a
-temporary directory and renamed into place, so ``<out>`` exists only when
-complete; the work directory is removed afterwards.
+``train_loss`` over the whole run, and ``metrics.json`` lists every training
+segment (``segments``; ``train_seconds`` is their total). The work folder is
+locked for the whole stage: a second run of the same seed waits for the
+first. The finished model is written to a temporary directory and renamed
+into place, so ``<out>`` exists only when complete; the work directory is
+removed afterwards.
 """
 
 from __future__ import annotations
@@ -256,58 +259,58 @@ def train_reward_model(
         "train_fingerprint": train.fingerprint(),
         "val_fingerprint": val.fingerprint(),
     }
-    remove_stale_temporaries(out_dir)
-    work = open_work_dir(work_dir_beside(out_dir), spec)
+    # locked from before the leftovers of a killed run are removed until the work folder is: a second
+    # run of this seed (e.g. a rerun while an orphaned one still trains) waits for the first
+    with open_work_dir(work_dir_beside(out_dir), spec) as work:
+        remove_stale_temporaries(out_dir)
 
-    early = cfg.early_stopping_patience > 0
-    args = TrainingArguments(**training_arguments(cfg, work.path, seed=effective_seed, bf16=bf16,
-                                                  use_cpu=not torch.cuda.is_available()))
-    cbs = list(callbacks)
-    if early:
-        cbs.append(EarlyStoppingCallback(early_stopping_patience=cfg.early_stopping_patience))
-    trainer = _trainer_class()(
-        model=model,
-        args=args,
-        train_dataset=_torch_dataset(train_ids, train.targets),
-        eval_dataset=_torch_dataset(val_ids, val.targets),
-        data_collator=_collator(pad_id),
-        callbacks=cbs,
-    )
-    result = run_training(trainer, work, where=f"reward model seed {seed}")
-    train_seconds = time.time() - t0
-
-    with atomic_dir(out_dir) as tmp:
-        tmp.chmod(0o755)  # mkdtemp makes it 0700; the model is read by other users' jobs
-        export_model(trainer, result, tmp)
-        tokenizer.save_pretrained(str(tmp))
-        # validation figures from the saved artifact, loaded back as every consumer will load it
-        figures = validation_figures(
-            tmp,
-            val=val,
-            val_pairs=val_pairs,
-            primary_dimension=primary_dimension,
-            max_length=cfg.max_length,
-            batch_size=cfg.per_device_eval_batch_size,
+        early = cfg.early_stopping_patience > 0
+        args = TrainingArguments(**training_arguments(cfg, work.path, seed=effective_seed, bf16=bf16,
+                                                      use_cpu=not torch.cuda.is_available()))
+        cbs = list(callbacks)
+        if early:
+            cbs.append(EarlyStoppingCallback(early_stopping_patience=cfg.early_stopping_patience))
+        trainer = _trainer_class()(
+            model=model,
+            args=args,
+            train_dataset=_torch_dataset(train_ids, train.targets),
+            eval_dataset=_torch_dataset(val_ids, val.targets),
+            data_collator=_collator(pad_id),
+            callbacks=cbs,
         )
-        summary = {
-            "seed": int(seed),
-            "effective_seed": effective_seed,
-            "base": str(base),
-            **_data_record(train, val, primary_dimension, train_trunc=train_trunc, val_trunc=val_trunc),
-            "global_steps": result.global_step,
-            "resumed_from": result.resumed_from,
-            "train_loss": result.train_loss,
-            "train_seconds": round(train_seconds, 2),
-            "bf16": bf16,
-            "device": str(trainer.args.device),
-            "config": asdict(cfg),
-            "train_fingerprint": train.fingerprint(),
-            "validation": figures,
-        }
-        write_json(summary, tmp / "metrics.json")
-        write_json(result.log_history, tmp / "training_log.json")
-        write_model_card(tmp / "README.md", summary)
-    shutil.rmtree(work.path, ignore_errors=True)
+        result = run_training(trainer, work, where=f"reward model seed {seed}")
+
+        with atomic_dir(out_dir) as tmp:
+            tmp.chmod(0o755)  # mkdtemp makes it 0700; the model is read by other users' jobs
+            export_model(trainer, result, tmp)
+            tokenizer.save_pretrained(str(tmp))
+            # validation figures from the saved artifact, loaded back as every consumer will load it
+            figures = validation_figures(
+                tmp,
+                val=val,
+                val_pairs=val_pairs,
+                primary_dimension=primary_dimension,
+                max_length=cfg.max_length,
+                batch_size=cfg.per_device_eval_batch_size,
+            )
+            summary = {
+                "seed": int(seed),
+                "effective_seed": effective_seed,
+                "base": str(base),
+                **_data_record(train, val, primary_dimension, train_trunc=train_trunc, val_trunc=val_trunc),
+                "global_steps": result.global_step,
+                **result.record(),  # resumed_from, segments, train_seconds (the total over every segment)
+                "train_loss": result.train_loss,
+                "bf16": bf16,
+                "device": str(trainer.args.device),
+                "config": asdict(cfg),
+                "train_fingerprint": train.fingerprint(),
+                "validation": figures,
+            }
+            write_json(summary, tmp / "metrics.json")
+            write_json(result.log_history, tmp / "training_log.json")
+            write_model_card(tmp / "README.md", summary)
+        shutil.rmtree(work.path, ignore_errors=True)
     log.info("seed %s: wrote %s in %.1fs", seed, out_dir, time.time() - t0)
     return summary
 
