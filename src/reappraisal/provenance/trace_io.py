@@ -53,7 +53,7 @@ def _short(value: Any, width: int = 60) -> str:
 def describe(trace: Mapping, found: list[dict], claim: Mapping | None, *, verbose: bool) -> str:
     head = f"claim {trace['claim']}"
     if claim:
-        head += f": {claim.get('verdict', '?')} (value {_short(claim.get('value'), 30)})"
+        head += f": {claim['verdict']} (value {_short(claim['value'], 30)})"
     lines = [head, f"  stages ({len(trace['stages'])}): " + " -> ".join(trace["stages"])]
     raw = trace["raw"] + trace["fetched_files"]
     lines.append(f"  raw inputs ({len(raw)}):")
