@@ -46,6 +46,8 @@ from .provenance.dvc_state import is_dvc_repository, stages_with_changed_sources
 from .provenance.record_io import record
 
 RUN_LOCK = Path(".snakemake") / "reappraisal-run.lock"
+#: Snakemake options after which nothing was built, so nothing is recorded.
+BUILDS_NOTHING = {"-n", "--dry-run", "--dryrun", "--touch", "-t", "--lint", "--summary", "-S", "--list-rules"}
 
 
 @contextmanager
@@ -131,7 +133,7 @@ def run(root: Path, targets: Sequence[str], *, cores: str, extra: Sequence[str] 
                   flush=True)
         force = ["--forcerun", *forced] if forced else []
         code = snakemake(root, *force, "--cores", cores, "--rerun-incomplete", *targets, *extra)
-        if code != 0 or not record_after:
+        if code != 0 or not record_after or BUILDS_NOTHING & set(extra):
             return code
         if is_dvc_repository(root):
             recorded, skipped = record(root)

@@ -130,3 +130,9 @@ def test_a_changed_config_value_reruns_its_stage_before_the_record_vouches_for_i
     assert "rerunning double" in proc.stdout
     assert (project / "results" / "double.txt").stat().st_mtime_ns > built
     assert dvc(project, "status", "--json").stdout.strip() in {"{}", ""}
+
+
+def test_a_dry_run_through_run_records_nothing(project):
+    proc = reappraisal(project, "run", "--cores", "1", "--", "-n")
+    assert proc.returncode == 0, proc.stderr
+    assert not (project / "results" / "total.txt").exists() and not (project / "dvc.lock").exists()
