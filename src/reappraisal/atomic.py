@@ -2,6 +2,8 @@
 
 Outputs are written under a temporary name in the destination's folder and
 renamed into place only once complete (rename is atomic on one filesystem).
+Append-only JSONL files are cut back to their last complete line before
+anything is appended to them again (:func:`cut_torn_tail`).
 """
 
 from __future__ import annotations
@@ -82,3 +84,32 @@ def _json_default(o: Any):
     if isinstance(o, Path):
         return str(o)
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def cut_torn_tail(path: str | Path) -> int:
+    """Cut an append-only JSONL file back to the end of its last complete line; return the bytes cut.
+
+    A kill while a line was being written leaves it without its newline;
+    appending after it would glue the next record to it, and both would be
+    unreadable. Used by the judges' reply cache and the policy's rewards log.
+    """
+    try:
+        fh = open(path, "r+b")
+    except FileNotFoundError:
+        return 0
+    with fh:
+        size = fh.seek(0, os.SEEK_END)
+        keep, end = 0, size
+        while end > 0:
+            start = max(0, end - (1 << 16))
+            fh.seek(start)
+            newline = fh.read(end - start).rfind(b"\n")
+            if newline >= 0:
+                keep = start + newline + 1
+                break
+            end = start
+        if keep < size:
+            fh.truncate(keep)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return size - keep

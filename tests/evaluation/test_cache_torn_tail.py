@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from reappraisal.evaluation.cache import ReplyCache, cut_torn_tail
+from reappraisal.atomic import cut_torn_tail
+from reappraisal.evaluation.cache import ReplyCache
 
 
 def test_a_reply_put_after_a_torn_line_is_read_back(tmp_path):

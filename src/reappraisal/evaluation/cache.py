@@ -29,6 +29,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from ..atomic import cut_torn_tail
+
 
 def cache_key(sent: Mapping[str, Any], *, model_fingerprint: str, run: Any, order: str) -> str:
     """The hex sha256 identifying one judge call (see module doc); ``sent`` is what the judge is sent."""
@@ -40,36 +42,6 @@ def cache_key(sent: Mapping[str, Any], *, model_fingerprint: str, run: Any, orde
     }
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def cut_torn_tail(path: str | Path) -> int:
-    """Cut an append-only JSONL file back to the end of its last complete line; return the bytes cut.
-
-    A kill while a line was being written leaves it without its newline;
-    appending after it would glue the next record to it, and both would be
-    unreadable. (The policy's rewards log does the same:
-    :func:`reappraisal.policy.reward_adapter.cut_torn_tail`.)
-    """
-    try:
-        fh = open(path, "r+b")
-    except FileNotFoundError:
-        return 0
-    with fh:
-        size = fh.seek(0, os.SEEK_END)
-        keep, end = 0, size
-        while end > 0:
-            start = max(0, end - (1 << 16))
-            fh.seek(start)
-            newline = fh.read(end - start).rfind(b"\n")
-            if newline >= 0:
-                keep = start + newline + 1
-                break
-            end = start
-        if keep < size:
-            fh.truncate(keep)
-            fh.flush()
-            os.fsync(fh.fileno())
-        return size - keep
 
 
 class ReplyCache:

@@ -25,19 +25,19 @@ global batch in TRL's order (``vignette_id``, ``answer``, ``passed``,
 ``rm``, ``grm`` (raw scores, null where not scored), ``reward``) and the
 training step, so every reward can be audited or recomputed offline. A
 line a kill left half-written is cut off before the first append
-(:func:`cut_torn_tail`), so the next line is not glued to it.
+(:func:`reappraisal.atomic.cut_torn_tail`), so the next line is not glued to it.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from ..atomic import cut_torn_tail
 from .answer import decode_completions, extract_answer
 from .committee import CommitteeResult, CommitteeWeights, FormatGate, committee_rewards
 
@@ -135,34 +135,6 @@ def _gather(records: list) -> list:
     from accelerate.utils import gather_object
 
     return gather_object(records)
-
-
-def cut_torn_tail(path: str | Path) -> int:
-    """Cut an append-only JSONL file back to the end of its last complete line; return the bytes cut.
-
-    (The same rule as the judges' reply cache, :func:`reappraisal.evaluation.cache.cut_torn_tail`, which
-    this layer cannot import.)
-    """
-    try:
-        fh = open(path, "r+b")
-    except FileNotFoundError:
-        return 0
-    with fh:
-        size = fh.seek(0, os.SEEK_END)
-        keep, end = 0, size
-        while end > 0:
-            start = max(0, end - (1 << 16))
-            fh.seek(start)
-            newline = fh.read(end - start).rfind(b"\n")
-            if newline >= 0:
-                keep = start + newline + 1
-                break
-            end = start
-        if keep < size:
-            fh.truncate(keep)
-            fh.flush()
-            os.fsync(fh.fileno())
-        return size - keep
 
 
 class CommitteeReward:
