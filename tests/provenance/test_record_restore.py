@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -136,3 +137,15 @@ def test_a_dry_run_through_run_records_nothing(project):
     proc = reappraisal(project, "run", "--cores", "1", "--", "-n")
     assert proc.returncode == 0, proc.stderr
     assert not (project / "results" / "total.txt").exists() and not (project / "dvc.lock").exists()
+
+
+def test_push_and_pull_work_with_the_shipped_default_remote(project):
+    assert reappraisal(project, "run", "--cores", "1").returncode == 0
+    pushed = dvc(project, "push")
+    assert pushed.returncode == 0, pushed.stderr
+    assert (project / ".dvc-remote").is_dir()  # the default remote: a folder in the clone
+    shutil.rmtree(project / ".dvc" / "cache")
+    (project / "results" / "total.txt").unlink()
+    pulled = dvc(project, "pull")
+    assert pulled.returncode == 0, pulled.stderr
+    assert (project / "results" / "total.txt").read_text() == "41"
