@@ -110,3 +110,16 @@ def test_a_cycle_is_refused():
     records = {"x": {"deps": {"b": "1"}, "outs": {"a": "2"}}, "y": {"deps": {"a": "2"}, "outs": {"b": "1"}}}
     with pytest.raises(ValueError, match="cycle"):
         StageGraph(records).run_order()
+
+
+def test_values_of_a_preset_the_run_did_not_use_are_neither_traced_nor_a_change():
+    records = {"train": {"deps": {"src/t.py": "t"}, "outs": {"m": "m1"},
+                         "params": {"preset": "demo", "presets.demo.lr": {"x": 1}, "presets.paper.lr": {"x": 2}}},
+               "summarize": {"deps": {"m": "m1"}, "params": {}, "outs": {}}}
+    doc = provenance_document(records, {"c": ["m"]}, computing_stage="summarize", fetched_files=[])
+    assert {c["key"] for c in claim_trace(doc, "c")["config"]} == {"preset", "presets.demo.lr.x"}
+    now = copy.deepcopy(records)
+    now["train"]["params"]["presets.paper.lr"]["x"] = 3
+    assert changes(doc, now, "c") == []
+    now["train"]["params"]["presets.demo.lr"]["x"] = 3
+    assert [c["name"] for c in changes(doc, now, "c")] == ["presets.demo.lr.x"]

@@ -11,7 +11,10 @@ from, all the way up:
 * **stages**: the summary and every stage upstream of the files the claim read;
 * **raw inputs**: dependencies no stage writes, outside the code (the bundled
   data folder, the claims ledger), and the fetched files of the manifest;
-* **config**: every config value (leaf) those stages read, with its stages;
+* **config**: every config value (leaf) those stages read, with its stages
+  (values of presets other than the one the run used are left out: DVC
+  tracks whole sections, but another preset's values cannot have moved a
+  number of this run);
 * **code**: every module and rule file those stages run, with its hash;
 * **artifacts**: the intermediate outputs in between.
 
@@ -46,6 +49,24 @@ def flatten(value: Any, prefix: str) -> dict[str, Any]:
             out.update(flatten(sub, f"{prefix}[{i}]"))
         return out
     return {prefix: value}
+
+
+def _active_preset(records: Mapping[str, Mapping]) -> str | None:
+    for record in records.values():
+        if "preset" in record.get("params", {}):
+            return record["params"]["preset"]
+    return None
+
+
+def _config_leaves(params: Mapping[str, Any], preset: str | None) -> dict[str, Any]:
+    """Leaves of a stage's config values, without those of presets the run did not use."""
+    leaves: dict[str, Any] = {}
+    for key, value in params.items():
+        leaves.update(flatten(value, key))
+    if preset is None:
+        return leaves
+    return {k: v for k, v in leaves.items()
+            if not k.startswith("presets.") or k.startswith(f"presets.{preset}.") or k == f"presets.{preset}"}
 
 
 def provenance_document(records: Mapping[str, Mapping], claim_inputs: Mapping[str, Iterable[str]], *,
@@ -95,9 +116,8 @@ def claim_trace(document: Mapping, claim_id: str) -> dict:
                 continue
             bucket = code if is_code(path) else raw
             bucket.setdefault(path, {"path": path, "hash": digest, "stages": []})["stages"].append(stage)
-        for key, value in record.get("params", {}).items():
-            for leaf, leaf_value in flatten(value, key).items():
-                config.setdefault(leaf, {"key": leaf, "value": leaf_value, "stages": []})["stages"].append(stage)
+        for leaf, leaf_value in _config_leaves(record.get("params", {}), _active_preset(records)).items():
+            config.setdefault(leaf, {"key": leaf, "value": leaf_value, "stages": []})["stages"].append(stage)
         for path, digest in record.get("outs", {}).items():
             artifacts[path] = {"path": path, "hash": digest, "stages": [stage]}
     fetched = document.get("fetched_files", []) if "fetch_data" in stages else []
@@ -118,12 +138,12 @@ def changes(document: Mapping, current: Mapping[str, Mapping], claim_id: str) ->
     now_deps: dict[str, Any] = {}
     now_outs: dict[str, Any] = {}
     now_config: dict[str, Any] = {}
+    preset = _active_preset(document["stages"])
     for stage in stages:
         record = current.get(stage) or {}
         now_deps.update(record.get("deps", {}))
         now_outs.update(record.get("outs", {}))
-        for key, value in record.get("params", {}).items():
-            now_config.update(flatten(value, key))
+        now_config.update(_config_leaves(record.get("params", {}), preset))
     missing = object()
     found = []
     for kind, entries, now, name_key, value_key in (
