@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "check-leakage": "reappraisal.data.leakage_io:cli_main",
     "prepare-base-models": "reappraisal.base_models.prepare_io:cli_main",
     "train-reward-model": "reappraisal.reward.train_io:cli_main",
+    "train-bradley-terry": "reappraisal.reward.bradley_terry_io:cli_main",
     "evaluate-reward-models": "reappraisal.reward.evaluate_io:cli_main",
     "train-grm": "reappraisal.grm.train_io:cli_main",
     "evaluate-grm": "reappraisal.grm.evaluate_io:cli_main",

@@ -54,3 +54,34 @@ def test_policy_card_claims_carry_verdicts_and_retractions(inputs, tmp_path):
 def test_unknown_arm_is_an_error(inputs):
     with pytest.raises(PipelineInputError, match="no training health for arm 'nope'"):
         policy_card(inputs, "nope")
+
+
+def test_the_reward_model_card_shows_the_bradley_terry_model_beside_the_ensemble(tmp_path, monkeypatch):
+    from reappraisal.report.cards_io import ensemble_card
+
+    monkeypatch.chdir(tmp_path)
+    pairwise = lambda acc: {"accuracy": acc, "n_pairs": 300, "n_scenarios": 6,
+                            "ci_cluster_t": {"method": "cluster_t", "low": acc - 0.05, "high": acc + 0.05},
+                            "ci_iid_wilson": {"method": "iid_wilson", "low": acc - 0.03, "high": acc + 0.03}}
+    seed = Path("results/reward/seed0")
+    seed.mkdir(parents=True)
+    (seed / "metrics.json").write_text(json.dumps({"seed": 0, "effective_seed": 1, "base": "b", "n_train": 10,
+                                                   "global_steps": 3, "train_loss": 0.5,
+                                                   "validation": {"pairwise": pairwise(0.7)}}))
+    bon = lambda p: {"n": 8, "win_vs_random": p, "chance_win_vs_random": 0.5, "ci_cluster_t": {"low": p - 0.1, "high": p + 0.1}}
+    Path("results/reward/metrics.json").write_text(json.dumps({
+        "n_seeds": 1, "primary_dimension": "effectiveness", "split": "val", "held_out": "held-out pairs",
+        "ensemble_formula": "mean - 0.5 * std over seeds", "penalty": "std", "lam": 0.5, "max_length": 256,
+        "per_seed": {"seed0": {"pairwise": pairwise(0.7)}}, "mean_of_seeds_pairwise_accuracy": 0.7,
+        "ensemble": {"pairwise": pairwise(0.72), "best_of_n": bon(0.55)},
+        "bradley_terry": {"model_dir": "results/reward/bradley_terry", "pairwise": pairwise(0.8125),
+                          "best_of_n": bon(0.6375),
+                          "best_of_n_vs_ensemble": {"difference": 0.0875, "n_scenarios": 6,
+                                                    "ci_cluster_t": {"low": 0.01, "high": 0.16}},
+                          "training": {"n_train_pairs": 421, "n_split_pairs": 900, "min_gap": 0.5, "global_steps": 53,
+                                       "train_loss": 0.41, "train_seconds": 12.5, "config": {"learning_rate": 0.003}}}}))
+    inp = CardInputs(parse_manifest({"reward_models": "results/reward/metrics.json"}), {"preset": "demo"})
+    card = ensemble_card(inp, [seed])
+    assert "| Bradley–Terry | 0.8125 | [0.762, 0.863] | [0.782, 0.843] | 300 | 6 |" in card
+    assert "421 of the\n900 train-split human preference pairs" in card and "`results/reward/bradley_terry`" in card
+    assert "0.6375" in card and "ensemble's 0.5500" in card and "difference 0.0875" in card

@@ -30,14 +30,15 @@ def _quality(opener: str, ending: str, filler: bool) -> float:
     return q
 
 
-def make_toy_tables(n_per_scenario: int = 24, seed: int = 0, val_fraction: float = 0.25):
+def make_toy_tables(n_per_scenario: int = 24, seed: int = 0, val_fraction: float = 0.25, scenarios=SCENARIOS):
+    """``scenarios``: vignette id -> text (default: the 3 of :data:`SCENARIOS`)."""
     rng = np.random.default_rng(seed)
     vignettes = pd.DataFrame(
         {
-            "vignette_id": list(SCENARIOS),
-            "text": list(SCENARIOS.values()),
-            "emotion": ["sadness", "anger", "fear"],
-            "pool": ["train"] * 3,
+            "vignette_id": list(scenarios),
+            "text": list(scenarios.values()),
+            "emotion": [("sadness", "anger", "fear")[i % 3] for i in range(len(scenarios))],
+            "pool": ["train"] * len(scenarios),
         }
     )
     vignettes = pd.concat(
@@ -46,7 +47,7 @@ def make_toy_tables(n_per_scenario: int = 24, seed: int = 0, val_fraction: float
     )
     rows = []
     combos = list(itertools.product(OPENERS, ENDINGS, [False, True]))
-    for vid in SCENARIOS:
+    for vid in scenarios:
         picks = rng.permutation(len(combos))[:n_per_scenario]
         for k, c in enumerate(picks):
             opener, ending, filler = combos[c]

@@ -125,6 +125,14 @@ def write_metrics(root: Path) -> None:
                      "best_of_n": {"n": 8, "win_vs_random": 0.56,
                                    "ci_cluster_t": {"method": "cluster_t", "low": 0.45, "high": 0.67,
                                                     "confidence": 0.95}}},
+        "bradley_terry": {"pairwise": pairwise(0.78), "spearman": {"within_scenario_mean": 0.35},
+                          "best_of_n": {"n": 8, "win_vs_random": 0.61,
+                                        "ci_cluster_t": {"method": "cluster_t", "low": 0.52, "high": 0.70,
+                                                         "confidence": 0.95}},
+                          "best_of_n_vs_ensemble": {"difference": 0.05, "n_scenarios": 6,
+                                                    "ci_cluster_t": {"method": "cluster_t", "low": -0.02,
+                                                                     "high": 0.12, "confidence": 0.95}},
+                          "training": {"n_train_pairs": 500, "min_gap": 0.5}},
     }))
     (root / "results" / "grm" / "metrics.json").write_text(json.dumps({"models": {
         "final": {"mode": "generate", "n_pairs": 100, "error_rate": 0.02,

@@ -232,6 +232,21 @@ def test_claims_ledger_reproduces_the_retractions_and_flags_the_wald_bound(works
     assert all(c["verdict"] in ("holds", "fails", "retracted", "not_computable") for c in claims.values())
 
 
+def test_reward_models_table_puts_the_bradley_terry_model_beside_the_ensemble(workspace):
+    root, _ = workspace
+    rm = pd.read_csv(root / "results/summary/tables/reward_models.csv").set_index("model")
+    assert ["seed0", "seed1", "seed2", "mean_of_seeds", "ensemble", "bradley_terry"] == list(rm.index)
+    bt, ens = rm.loc["bradley_terry"], rm.loc["ensemble"]
+    assert (bt["accuracy"], bt["ci_low"], bt["ci_high"], bt["n_pairs"]) == pytest.approx((0.78, 0.73, 0.83, 300))
+    assert (bt["best_of_n_win_vs_random"], bt["ensemble_best_of_n_win_vs_random"]) == pytest.approx((0.61, 0.56))
+    assert ens["best_of_n_win_vs_random"] == pytest.approx(bt["ensemble_best_of_n_win_vs_random"])
+    assert "500 train pairs" in bt["note"] and "+0.050" in bt["note"] and "[-0.020, 0.120]" in bt["note"]
+    assert "bradley_terry" in (root / "results/summary/tables/card_reward_models.md").read_text()
+    claims = {c["id"]: c for c in json.loads((root / "results/summary/claims.json").read_text())["claims"]}
+    reranking = claims["rm_bradley_terry_reranks_better"]
+    assert reranking["verdict"] == "holds" and reranking["value"] == pytest.approx(0.61)
+
+
 def _flip_one_byte(path: Path, needle: bytes, offset: int = 0) -> None:
     data = bytearray(path.read_bytes())
     at = data.find(needle)

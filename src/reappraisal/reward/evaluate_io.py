@@ -11,7 +11,13 @@ Held out = the validation split: human reappraisals never trained on, of the
 * best-of-N reranking: does the ensemble's top pick of N human reappraisals
   beat a random pick, judged by human z;
 * seed disagreement: spread over seeds, between-seed correlation, share of
-  pairs on which the seeds do not agree.
+  pairs on which the seeds do not agree;
+* the Bradley–Terry model (``bradley_terry``, when its folder is given):
+  the same pairwise accuracy on the same pairs with the same intervals, the
+  same Spearman ρ and the same best-of-N reranking (the same draws of
+  candidates, so the two best-of-N figures are paired by scenario:
+  ``best_of_n_vs_ensemble`` is the mean per-scenario difference with a
+  cluster t interval).
 
 A scenario with a single validation reappraisal has no pairs and cannot
 enter best-of-N; it is listed, not silently lost.
@@ -20,6 +26,7 @@ enter best-of-N; it is listed, not silently lost.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 from pathlib import Path
 from typing import Sequence
@@ -34,7 +41,7 @@ from reappraisal.input_tables import read_table
 from reappraisal.training import set_cpu_threads
 
 from .dataset import PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS, examples_for_split, pairs_for_split
-from .metrics import accuracy_on_pairs, best_of_n, seed_disagreement, spearman_with_humans
+from .metrics import accuracy_on_pairs, best_of_n, paired_best_of_n_difference, seed_disagreement, spearman_with_humans
 from .penalty import describe_penalty, ensemble_score
 
 log = logging.getLogger("reappraisal.reward.evaluate_io")
@@ -66,8 +73,12 @@ def evaluate_scores(
     draws: int,
     seed: int,
     confidence: float = 0.95,
+    bradley_terry: np.ndarray | None = None,
 ) -> dict:
-    """All figures from per-seed scores of the validation reappraisals (pure; no model needed)."""
+    """All figures from per-seed scores of the validation reappraisals (pure; no model needed).
+
+    ``bradley_terry``: the Bradley–Terry model's scores of the same reappraisals (optional), evaluated
+    exactly as the ensemble under the key ``bradley_terry``."""
     ids = val.reappraisal_ids
     primary = val.targets[:, val.dimensions.index(primary_dimension)]
     known = set(ids)
@@ -88,7 +99,8 @@ def evaluate_scores(
     seed_accs = [s["pairwise"].get("accuracy") for s in seeds.values()]
     index = {rid: i for i, rid in enumerate(ids)}
     counts = dict(zip(*np.unique(np.asarray(val.vignette_ids), return_counts=True)))
-    return {
+    ensemble_best_of_n = best_of_n(ens, primary, val.vignette_ids, n_best_of, draws, seed, confidence)
+    out = {
         "held_out": HELD_OUT_NOTE,
         "split": "val",
         "primary_dimension": primary_dimension,
@@ -106,13 +118,23 @@ def evaluate_scores(
             "pairwise": _accuracy(usable, ids, ens, confidence),
             "pairwise_mean_only": _accuracy(usable, ids, per_seed.mean(axis=0), confidence),
             "spearman": spearman_with_humans(ens, primary, val.vignette_ids),
-            "best_of_n": best_of_n(ens, primary, val.vignette_ids, n_best_of, draws, seed, confidence),
+            "best_of_n": ensemble_best_of_n,
         },
         "seed_disagreement": seed_disagreement(
             per_seed, usable["id_a"].map(index).to_numpy(), usable["id_b"].map(index).to_numpy()
         ),
         "model_card_reference": CARD_REFERENCE,
     }
+    if bradley_terry is not None:
+        bt = np.asarray(bradley_terry, dtype=float)
+        bt_best_of_n = best_of_n(bt, primary, val.vignette_ids, n_best_of, draws, seed, confidence)
+        out["bradley_terry"] = {
+            "pairwise": _accuracy(usable, ids, bt, confidence),
+            "spearman": spearman_with_humans(bt, primary, val.vignette_ids),
+            "best_of_n": bt_best_of_n,
+            "best_of_n_vs_ensemble": paired_best_of_n_difference(bt_best_of_n, ensemble_best_of_n, confidence),
+        }
+    return out
 
 
 def evaluate_reward_models(
@@ -131,13 +153,19 @@ def evaluate_reward_models(
     draws: int = 200,
     seed: int = 0,
     confidence: float = 0.95,
+    bradley_terry_dir: str | Path | None = None,
 ) -> dict:
-    """Score the validation reappraisals with every seed and compute :func:`evaluate_scores`."""
+    """Score the validation reappraisals with every seed (and the Bradley–Terry model, when its folder is
+    given) and compute :func:`evaluate_scores`."""
     from .ensemble import EnsembleScorer
 
     val = examples_for_split(targets, vignettes, "val", dimensions)
     scorer = EnsembleScorer.from_dirs(model_dirs, penalty=penalty, lam=lam, batch_size=batch_size, max_length=max_length)
     per_seed = scorer.score_per_seed(val.scenarios, val.reappraisals)
+    bt_scores = None
+    if bradley_terry_dir is not None:
+        bt_scorer = EnsembleScorer.from_dirs([bradley_terry_dir], batch_size=batch_size, max_length=max_length)
+        bt_scores = bt_scorer.score_per_seed(val.scenarios, val.reappraisals)[0]
     out = evaluate_scores(
         per_seed,
         seed_names=scorer.names,
@@ -150,10 +178,25 @@ def evaluate_reward_models(
         draws=draws,
         seed=seed,
         confidence=confidence,
+        bradley_terry=bt_scores,
     )
+    if bradley_terry_dir is not None:
+        out["bradley_terry"]["model_dir"] = str(bradley_terry_dir)
+        out["bradley_terry"]["training"] = _training_record(Path(bradley_terry_dir))
     out["model_dirs"] = [str(d) for d in model_dirs]
     out["max_length"] = max_length
     return out
+
+
+def _training_record(model_dir: Path) -> dict:
+    """What the Bradley–Terry model was trained on and how long (its metrics.json, without the figures)."""
+    try:
+        record = json.loads((model_dir / "metrics.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    keys = ("loss", "base", "n_train_pairs", "n_split_pairs", "min_gap", "max_pairs", "n_scenarios", "gap_quantiles",
+            "global_steps", "train_seconds", "train_loss", "config")
+    return {k: record[k] for k in keys if k in record}
 
 
 def cli_main(argv: Sequence[str] | None = None) -> int:
@@ -163,6 +206,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--targets", required=True)
     p.add_argument("--vignettes", required=True)
     p.add_argument("--pairs", required=True)
+    p.add_argument("--bradley-terry", default=None, help="the Bradley-Terry model's folder (evaluated beside the ensemble)")
     p.add_argument("--out", required=True)
     p.add_argument("--params", default=None)
     a = p.parse_args(argv)
@@ -189,10 +233,12 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         draws=int(ev["best_of_n_draws"]),
         seed=int(params["seed"]),
         confidence=float(ev["confidence"]),
+        bradley_terry_dir=a.bradley_terry,
     )
     out["preset"] = params.get("preset")
     write_json(out, a.out)
     acc = out["ensemble"]["pairwise"].get("accuracy")
     print(f"ensemble held-out pairwise accuracy {acc}; per seed "
-          + ", ".join(f"{k} {v['pairwise'].get('accuracy')}" for k, v in out["per_seed"].items()))
+          + ", ".join(f"{k} {v['pairwise'].get('accuracy')}" for k, v in out["per_seed"].items())
+          + (f"; Bradley-Terry {out['bradley_terry']['pairwise'].get('accuracy')}" if "bradley_terry" in out else ""))
     return 0

@@ -12,7 +12,8 @@ clusters: every interval here is clustered by scenario.
 * best-of-N reranking: draw N human reappraisals of a scenario, keep the
   top-scored one, and ask whether it beats a random pick of the same N by
   human z (chance = 0.5 exactly);
-* seed disagreement: how far seeds differ on the same reappraisals.
+* seed disagreement: how far seeds differ on the same reappraisals;
+* two selectors' best-of-N compared on the same draws, paired by scenario.
 """
 
 from __future__ import annotations
@@ -170,6 +171,21 @@ def best_of_n(scores, z, scenarios, n: int, draws: int, seed: int, confidence: f
         out["ci_cluster_t"] = Interval.labelled("cluster_t", win_means.mean(), low, high, confidence).as_dict()
     else:
         out["ci_cluster_t"] = None
+    return out
+
+
+def paired_best_of_n_difference(first: dict, second: dict, confidence: float = 0.95) -> dict:
+    """``first`` minus ``second`` best-of-N win rate (results of :func:`best_of_n` with the same draws),
+    per scenario both have, pooled with equal scenario weights, with a cluster t interval (needs >= 2 scenarios)."""
+    a = {r["scenario"]: r["win_vs_random"] for r in first.get("per_scenario") or []}
+    b = {r["scenario"]: r["win_vs_random"] for r in second.get("per_scenario") or []}
+    common = sorted(set(a) & set(b))
+    diff = np.array([a[s] - b[s] for s in common], dtype=float)
+    out: dict = {"n_scenarios": len(common), "difference": float(diff.mean()) if len(diff) else None,
+                 "per_scenario": {s: float(d) for s, d in zip(common, diff)}, "ci_cluster_t": None}
+    if len(diff) >= 2:
+        low, high = cluster_t_interval(diff, confidence, bounds=(-1.0, 1.0))  # a difference of rates
+        out["ci_cluster_t"] = Interval.labelled("cluster_t", diff.mean(), low, high, confidence).as_dict()
     return out
 
 

@@ -96,7 +96,8 @@ def _ci_heading(prefix: str, *intervals: Mapping | None) -> str:
 
 RM_COLUMNS = [
     "model", "accuracy", "ci_low", "ci_high", "ci_method", "wilson_low", "wilson_high", "n_pairs", "scenarios",
-    "spearman_within", "best_of_n", "best_of_n_win_vs_random", "best_of_n_ci_low", "best_of_n_ci_high", "note",
+    "spearman_within", "best_of_n", "best_of_n_win_vs_random", "best_of_n_ci_low", "best_of_n_ci_high",
+    "ensemble_best_of_n_win_vs_random", "note",
 ]
 
 
@@ -112,6 +113,32 @@ def _accuracy_row(name: str, pairwise: Mapping | None) -> dict:
         "n_pairs": _num(pairwise.get("n_pairs")), "scenarios": _num(pairwise.get("n_scenarios")),
         "note": pairwise.get("unavailable"),
     }
+
+
+def _bradley_terry_row(bt: Mapping, ensemble_bon: Mapping) -> dict:
+    """The Bradley-Terry model's row: the ensemble's figures, and the ensemble's best-of-N on the same draws
+    beside its own (what the reranking claim compares); the note gives the paired difference."""
+    row = _accuracy_row("bradley_terry", bt.get("pairwise"))
+    row["spearman_within"] = _num(_get(bt, "spearman", "within_scenario_mean"))
+    bon = bt.get("best_of_n") or {}
+    row.update(best_of_n=_num(bon.get("n")), best_of_n_win_vs_random=_num(bon.get("win_vs_random")),
+               best_of_n_ci_low=_num(_get(bon, "ci_cluster_t", "low")),
+               best_of_n_ci_high=_num(_get(bon, "ci_cluster_t", "high")),
+               ensemble_best_of_n_win_vs_random=_num(ensemble_bon.get("win_vs_random")))
+    notes = [] if row["note"] is None else [str(row["note"])]
+    training = bt.get("training") or {}
+    if training.get("n_train_pairs") is not None:
+        notes.append(f"Bradley-Terry loss (TRL RewardTrainer) on {training['n_train_pairs']} train pairs with a human "
+                     f"gap >= {training.get('min_gap')}")
+    diff = bt.get("best_of_n_vs_ensemble") or {}
+    if diff.get("difference") is not None:
+        ci = diff.get("ci_cluster_t") or {}
+        level = f"{percent(ci['confidence'])} " if ci.get("confidence") is not None else ""
+        interval = f", {level}cluster t CI [{ci['low']:.3f}, {ci['high']:.3f}]" if ci.get("low") is not None else ""
+        notes.append(f"best-of-N minus the ensemble's on the same draws: {diff['difference']:+.3f}{interval} "
+                     f"({diff.get('n_scenarios')} scenarios)")
+    row["note"] = "; ".join(notes) or None
+    return row
 
 
 def reward_models_table(doc: Mapping | None, source: str) -> Table:
@@ -138,13 +165,18 @@ def reward_models_table(doc: Mapping | None, source: str) -> Table:
     rows.append(row)
     if ensemble.get("pairwise_mean_only"):
         rows.append(_accuracy_row("ensemble_mean_only", ensemble.get("pairwise_mean_only")))
-    pairwise = [ensemble.get("pairwise"), *(seed.get("pairwise") for seed in (doc.get("per_seed") or {}).values())]
+    bt = doc.get("bradley_terry")
+    if isinstance(bt, Mapping):
+        rows.append(_bradley_terry_row(bt, bon))
+    pairwise = [ensemble.get("pairwise"), *(seed.get("pairwise") for seed in (doc.get("per_seed") or {}).values()),
+                *([bt.get("pairwise")] if isinstance(bt, Mapping) else [])]
     ci = _ci_heading("", *((p or {}).get("ci_cluster_t") for p in pairwise))
     display = [("model", ("model",)), ("accuracy", ("accuracy",)), (ci, ("ci_low", "ci_high")),
                ("iid Wilson (ignores clustering)", ("wilson_low", "wilson_high")), ("pairs", ("n_pairs",)),
                ("scenarios", ("scenarios",)), ("Spearman within", ("spearman_within",)), ("best of", ("best_of_n",)),
                ("best-of-N beats random", ("best_of_n_win_vs_random",)),
                (_ci_heading("best-of-N ", bon.get("ci_cluster_t")), ("best_of_n_ci_low", "best_of_n_ci_high")),
+               ("ensemble's best-of-N, same draws", ("ensemble_best_of_n_win_vs_random",)),
                ("note", ("note",))]
     return Table("reward_models", title, caption, estimand, pd.DataFrame(rows, columns=RM_COLUMNS),
                  [(source,)] * len(rows), display=display)
