@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from reappraisal.report.report_io import slug
 from tests.workflow_utils import PYTHON, env_with_venv
 
 SUMMARY = ("results/summary/claims.json", "results/summary/numbers.tex", "results/summary/provenance.json",
@@ -92,7 +93,9 @@ def test_a_retracted_claim_traces_to_raw_files_config_values_and_code(demo_run):
     assert code["src/reappraisal/policy/train_io.py"] == hashlib.md5(
         (demo_run / "src/reappraisal/policy/train_io.py").read_bytes()).hexdigest()
     html = (demo_run / "results/report.html").read_text()
-    assert f'id="trace-{retracted}"' in html.replace("_", "-") or f'id="trace-{retracted}"' in html
+    section = html[html.index(f'id="trace-{slug(retracted)}"'):]
+    section = section[: section.index("</details>")]
+    assert "src/reappraisal/summary/summary_io.py" in section and bundle in section  # the trace, in the report
 
 
 def test_editing_one_config_value_marks_exactly_the_claims_downstream_of_it(demo_copy):

@@ -94,10 +94,11 @@ def test_a_removed_stage_or_an_added_config_key_counts_as_a_change(doc):
 
 
 def test_recorded_hash_of_a_file_inside_an_output_folder_and_of_a_plain_dependency():
-    assert recorded_hash(RECORDS, "results/b/model/config.json") == ("train_b", "bm.dir", False)
-    assert recorded_hash(RECORDS, "results/a/metrics.json") == ("train_a", "am", True)
-    assert recorded_hash(RECORDS, "claims.yaml") == ("summarize", "c1", True)
-    assert recorded_hash(RECORDS, "nowhere.txt") == (None, None, False)
+    graph = StageGraph(RECORDS)
+    assert recorded_hash(graph, "results/b/model/config.json") == ("train_b", "bm.dir", False)
+    assert recorded_hash(graph, "results/a/metrics.json") == ("train_a", "am", True)
+    assert recorded_hash(graph, "claims.yaml") == ("summarize", "c1", True)
+    assert recorded_hash(graph, "nowhere.txt") == (None, None, False)
 
 
 def test_flatten_and_unknown_claims():

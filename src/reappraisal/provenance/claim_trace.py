@@ -85,15 +85,15 @@ def provenance_document(records: Mapping[str, Mapping], claim_inputs: Mapping[st
             "claims": claims}
 
 
-def recorded_hash(records: Mapping[str, Mapping], path: str) -> tuple[str | None, str | None, bool]:
+def recorded_hash(graph: StageGraph, path: str) -> tuple[str | None, str | None, bool]:
     """(stage, hash DVC records, exact) for a file: the output (or output folder) holding it, else a dependency."""
-    graph = StageGraph(records)
     stage, out = graph.writer(path)
     if stage is not None:
-        return stage, records[stage]["outs"].get(out), out == norm(path)
-    for stage, record in records.items():
-        if norm(path) in {norm(d) for d in record.get("deps", {})}:
-            return stage, {norm(d): h for d, h in record["deps"].items()}[norm(path)], True
+        return stage, graph.records[stage]["outs"].get(out), out == norm(path)
+    for stage, record in graph.records.items():
+        for dep, digest in record.get("deps", {}).items():
+            if norm(dep) == norm(path):
+                return stage, digest, True
     return None, None, False
 
 

@@ -17,6 +17,7 @@ from typing import Iterable, Mapping
 
 from ..file_hashes import file_digests
 from ..provenance.claim_trace import recorded_hash
+from ..provenance.stage_graph import StageGraph
 
 NOT_DVC = "not a DVC repository: no DVC hash"
 IN_FOLDER = "hash of the DVC output folder holding this file"
@@ -29,6 +30,7 @@ def lineage_entries(paths: Iterable[str], root: str | Path, records: Mapping[str
     ``records``: the DVC stage records hashed in this run (empty outside a DVC repository).
     """
     cache = {} if cache is None else cache
+    graph = StageGraph(records)
     out = []
     for path in sorted(set(paths)):
         if path not in cache:
@@ -37,7 +39,7 @@ def lineage_entries(paths: Iterable[str], root: str | Path, records: Mapping[str
             if not records:
                 entry["dvc_note"] = NOT_DVC
             else:
-                stage, digest, exact = recorded_hash(records, path)
+                stage, digest, exact = recorded_hash(graph, path)
                 entry["dvc_stage"], entry["dvc_hash"] = stage, digest
                 if stage is None:
                     entry["dvc_note"] = "no DVC stage writes or reads this file"
