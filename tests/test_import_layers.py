@@ -1,7 +1,7 @@
 """Imports run downhill: no module of the package imports from a later layer.
 
 Layers, first to last: core < data < base_models < reward < grm < policy <
-evaluation < summary < report; ``cli``/``__main__`` dispatch on top. Every
+evaluation < confirm < summary < report; ``cli``/``__main__`` dispatch on top. Every
 ``import`` counts, at the top of a module or inside a function. A new
 top-level module or package must be given a layer here.
 """
@@ -16,7 +16,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "reappraisal"
 #: Top-level modules and packages of the core layer, usable by every stage.
 CORE = {"errors", "atomic", "config", "params", "input_tables", "json_values", "training", "batched_generation", "sentences", "workflow_dvc",
         "import_closure", "stats", "file_hashes", "http_retry", "markdown_templates", "provenance", "run_io"}
-LAYERS = ["core", "data", "base_models", "reward", "grm", "policy", "evaluation", "summary", "report", "dispatcher"]
+LAYERS = ["core", "data", "base_models", "reward", "grm", "policy", "evaluation", "confirm", "summary", "report",
+          "dispatcher"]
 
 
 def layer_of(module: str) -> str | None:

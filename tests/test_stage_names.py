@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "src" / "reappraisal"
 
 #: The stages, in the order they run.
-STAGES = ["data", "base_models", "reward", "grm", "policy", "evaluation", "summary", "report"]
+STAGES = ["data", "base_models", "reward", "grm", "policy", "evaluation", "confirm", "summary", "report"]
 #: Config sections of the data stage's rules besides ``data`` itself.
 DATA_RULE_SECTIONS = {"normalize", "split", "leakage"}
 #: Top-level config keys that are not a stage's section.

@@ -19,7 +19,10 @@ REWARD_PATH = "reward_path:ensemble"
 TRAIN = [f"v{g}" for g in range(1, 7)]
 OOD = [f"o{g}" for g in range(1, 5)]
 ARMS = {"committee": {"w_rm": 0.5, "w_grm": 0.5}, "rm_only": {"w_rm": 1.0, "w_grm": 0.0},
-        "committee_rm_heavy": {"w_rm": 0.7, "w_grm": 0.3}}
+        "committee_rm_heavy": {"w_rm": 0.7, "w_grm": 0.3}, "bradley_terry": {"reward": "bradley_terry", "seeds": [0, 1]}}
+#: The policy folders (arm instances): an arm with two seeds has one per seed.
+INSTANCES = ["committee", "rm_only", "committee_rm_heavy", "bradley_terry-seed0", "bradley_terry-seed1"]
+BEST_OF_N = "committee-bon4-ensemble"
 RUNS = (1, 2, 3)
 #: The held-out judge's YAML (verdict pattern and labels of the raw replies built below).
 JUDGES_DIR = Path(__file__).with_name("judges")
@@ -35,6 +38,14 @@ MATCHUPS = [
     ("rm_only", "deepseek-r1", "ood", 10, 0.58),
     ("committee", "qwen2.5-72b", "ood", 10, 0.65),
     ("rm_only", "qwen2.5-72b", "ood", 10, 0.62),
+    # two seeds of one arm, a best-of-N system, and every candidate on the selection pool (ood vs qwen2.5-72b)
+    ("bradley_terry-seed0", "gpt-4-0314", "train", 12, 0.60),
+    ("bradley_terry-seed1", "gpt-4-0314", "train", 12, 0.66),
+    (BEST_OF_N, "gpt-4-0314", "train", 12, 0.80),
+    ("committee_rm_heavy", "qwen2.5-72b", "ood", 10, 0.60),
+    ("bradley_terry-seed0", "qwen2.5-72b", "ood", 10, 0.55),
+    ("bradley_terry-seed1", "qwen2.5-72b", "ood", 10, 0.57),
+    (BEST_OF_N, "qwen2.5-72b", "ood", 10, 0.66),
 ]
 
 # (AB verdict, BA verdict) -> the arm's contest score; the arm sits in slot A in
@@ -157,7 +168,7 @@ def write_metrics(root: Path) -> None:
 
 
 def write_policies(root: Path) -> None:
-    for arm in ARMS:
+    for arm in INSTANCES:
         folder = root / "results" / "policy" / arm
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "health.json").write_text(json.dumps({
@@ -175,8 +186,48 @@ def params(**overrides) -> dict:
         "summary": {"bar": 0.608, "headline_arm": "committee", "confidence": 0.95, "n_boot": 100000},
         # judges/judge-a.yaml: the pattern summarize re-parses each raw reply with
         "evaluation": {"runs": list(RUNS), "headline_judge": HEADLINE_JUDGE, "headline_opponent": "gpt-4-0314",
-                       "judges_dir": str(JUDGES_DIR)},
-        "policy": {"arms": ARMS},
+                       "judges_dir": str(JUDGES_DIR), "best_of_n": ["bon:committee:ensemble:4"]},
+        "policy": {"arms": ARMS, "seeds": [0]},
     }
     out.update(overrides)
     return out
+
+
+CONFIRM = [f"c{g}" for g in range(1, 5)]
+
+
+def write_confirmation(root: Path, evals, seed=0, rate=0.52) -> dict:
+    """The confirm stage's files: the pre-registration (the package's selection on the selection pool of
+    ``evals``), the confirmation contests (planted ``rate`` on 4 fresh scenarios) and confirmation.json."""
+    import yaml
+
+    from reappraisal.confirm.confirmation import confirmation_result
+    from reappraisal.confirm.preregistration import build_preregistration, select
+
+    contests = pd.concat([c for _, c in evals.values()], ignore_index=True)
+    candidates = [*INSTANCES, BEST_OF_N]
+    selection = select(contests, candidates, opponent="qwen2.5-72b", judge=HEADLINE_JUDGE)
+    document = build_preregistration(
+        selection=selection, system={"kind": "arm"}, checkpoint_sha256={"results/policy/x/model.safetensors": "0" * 64},
+        opponent="qwen2.5-72b", judge=HEADLINE_JUDGE, bar=0.5, confidence=0.95, confirmation_scenarios=CONFIRM,
+        runs=list(RUNS), answers_per_scenario=10, date="2026-12-02")
+    folder = root / "results" / "confirm"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "preregistration.yaml").write_text(yaml.safe_dump(json.loads(json.dumps(document, default=float)),
+                                                                sort_keys=False))
+    rng = np.random.default_rng(seed)
+    rows = []
+    for run in RUNS:
+        for v in CONFIRM:
+            for i in range(10):
+                score = float(rng.choice([0.0, 0.5, 1.0], p=[0.9 - rate, 0.2, rate - 0.1]))
+                rows.append({"run": run, "judge": HEADLINE_JUDGE, "judge_kind": "heldout",
+                             "contest_id": f"c{run}-{v}-{i}", "vignette_id": v, "pool": "confirm",
+                             "model": selection["selected"], "opponent": "qwen2.5-72b", "score": score,
+                             "error": False})
+    confirm_contests = pd.DataFrame(rows)
+    confirm_contests.to_parquet(folder / "contests.parquet", index=False)
+    result = confirmation_result(confirm_contests, yaml.safe_load((folder / "preregistration.yaml").read_text()),
+                                 n_boot=1000, seed=seed)
+    (folder / "confirmation.json").write_text(json.dumps({**result, "per_scenario": None}, default=float))
+    return {"selection": selection, "contests": confirm_contests, "result": result}

@@ -26,18 +26,25 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def run_summarize(root: Path, params: dict | None = None) -> int:
+    confirm = root / "results/confirm"
+    confirm_args = [arg for flag, name in (("--preregistration", "preregistration.yaml"),
+                                           ("--confirmation", "confirmation.json"),
+                                           ("--confirmation-contests", "contests.parquet"))
+                    if (confirm / name).is_file() for arg in (flag, str(confirm / name))]
     return main([
         "summarize", "--evaluation-dir", str(root / "results/evaluation"), "--policy-dir", str(root / "results/policy"),
         "--judge-calibration", str(root / "results/evaluation/judge_calibration.json"),
         "--reward-metrics", str(root / "results/reward/metrics.json"),
         "--grm-metrics", str(root / "results/grm/metrics.json"), "--claims", str(root / "claims.yaml"),
         "--out-tables", str(root / "results/summary/tables"), "--out-claims", str(root / "results/summary/claims.json"),
-        "--root", str(root), "--params", json.dumps(params or fx.params()),
+        "--root", str(root), "--params", json.dumps(params or fx.params()), *confirm_args,
     ])
 
 
 def make_workspace(root: Path, **kwargs) -> dict:
     evals = fx.write_evals(root, **kwargs)
+    if "matchups" not in kwargs:  # the default matchups play the selection pool
+        fx.write_confirmation(root, evals)
     fx.write_metrics(root)
     fx.write_policies(root)
     shutil.copy(REPO / "claims.yaml", root / "claims.yaml")
@@ -176,7 +183,7 @@ def test_index_names_every_table_and_says_what_each_interval_estimates(workspace
     names = [entry["name"] for entry in index]
     assert names == ["headline", "per_scenario", "per_run", "head_to_head", "ood", "judge_calibration",
                      "reward_models", "grm", "training_health", "reward_path_gap", "length_bias", "length_bins",
-                     "ablation", "card_policy", "card_head_to_head", "card_ood", "card_ablation", "card_reward_models"]
+                     "ablation", "seeds", "best_of_n", "selection", "confirmation", "card_policy", "card_head_to_head", "card_ood", "card_ablation", "card_reward_models"]
     for entry in index:
         assert entry["title"] and entry["caption"] and entry["estimand"] and entry["status"] == "ok"
         for ext in ("csv", "md", "tex"):

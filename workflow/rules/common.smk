@@ -128,10 +128,11 @@ wildcard_constraints:
 
 
 # -------------------------------------------------------------------- policy
-from reappraisal.policy.arms import parse_arms as _parse_arms  # noqa: E402
+from reappraisal.policy.arms import arm_instances as _arm_instances  # noqa: E402
 
-POLICY_ARM_SPECS = _parse_arms(config["policy"])
-POLICY_ARMS = sorted(POLICY_ARM_SPECS)
+# Snakemake's {arm} is an instance: an arm trained with one of its seeds (reappraisal.policy.arms).
+POLICY_INSTANCES = _arm_instances(config["policy"])
+POLICY_ARMS = sorted(POLICY_INSTANCES)
 
 
 wildcard_constraints:
@@ -139,15 +140,19 @@ wildcard_constraints:
 
 
 def get_policy_model_inputs(wildcards):
-    """What an arm trains from: the warm start (demo), the ensemble and the GRM its weights use; an
-    external arm (trained elsewhere) needs none of them."""
-    spec = POLICY_ARM_SPECS[wildcards.arm]
-    if not spec.trained:
+    """What an instance trains from: the warm start (demo), and the reward models its arm uses (the ensemble
+    and the GRM by its weights, or the Bradley-Terry model); an external arm (trained elsewhere) needs none."""
+    arm = POLICY_INSTANCES[wildcards.arm].arm
+    if not arm.trained:
         return {"warm": [], "rm": [], "grm": []}
+    if arm.reward == "bradley_terry":
+        rm = ["results/reward/bradley_terry"]
+    else:
+        rm = [f"results/reward/seed{s}" for s in REWARD_SEEDS] if arm.weights.uses_rm else []
     return {
         "warm": ["results/policy/warm_start"] if config["policy"]["warm_start"]["enabled"] else [],
-        "rm": [f"results/reward/seed{s}" for s in REWARD_SEEDS] if spec.weights.uses_rm else [],
-        "grm": ["results/grm/model"] if spec.weights.uses_grm else [],
+        "rm": rm,
+        "grm": ["results/grm/model"] if arm.weights.uses_grm else [],
     }
 
 
@@ -189,13 +194,18 @@ def check_demo_only_parts():
 
 check_demo_only_parts()
 EVAL_RUNS = [str(r) for r in config["evaluation"]["runs"]]
-EVAL_SYSTEMS = _eval_systems.systems(config)
+# best-of-N systems have a rule of their own (generate_best_of_n); every other system is generate_answers'
+BON_SPECS = _eval_systems.best_of_n_systems(config)
+BON_SYSTEMS = list(BON_SPECS)
+EVAL_SYSTEMS = [s for s in _eval_systems.systems(config) if s not in BON_SPECS]
 BASE_MODELS_DIR = "results/base_models/"
+CONFIRM_ENABLED = config["evaluation"]["confirmation_pool"]["enabled"]
 
 
 wildcard_constraints:
     run="|".join(EVAL_RUNS),
     system="|".join(re.escape(s) for s in EVAL_SYSTEMS),
+    bon="|".join(re.escape(s) for s in BON_SYSTEMS) or "(?!x)x",
 
 
 def get_judge_files(names):
@@ -231,6 +241,42 @@ def get_system_model_input(wildcards):
     return _local_model_input(get_system_model(wildcards.system))
 
 
+def get_scorer_folders(system):
+    """The reward models a best-of-N system's scorer needs: {"rm": [...], "bradley_terry": ..., "grm": ...}."""
+    spec = BON_SPECS[system]
+    return {
+        "rm": [f"results/reward/seed{s}" for s in REWARD_SEEDS] if spec.uses_ensemble else [],
+        "bradley_terry": "results/reward/bradley_terry" if spec.uses_bradley_terry else None,
+        "grm": "results/grm/model" if spec.uses_grm else None,
+    }
+
+
+def get_best_of_n_inputs(wildcards):
+    folders = get_scorer_folders(wildcards.bon)
+    return {
+        "model": _local_model_input(get_system_model(wildcards.bon)),
+        "rm": folders["rm"],
+        "scorer_models": [f for f in (folders["bradley_terry"], folders["grm"]) if f],
+    }
+
+
+def get_candidate_checkpoints():
+    """Every candidate's folders (its policy; a best-of-N system's scorer models too), for the pre-registration."""
+    out = {}
+    for name in _eval_systems.evaluated_arms(config):
+        out[name] = {"policy": get_system_model(name), **(get_scorer_folders(name) if name in BON_SPECS else {})}
+    return out
+
+
+def get_candidate_checkpoint_inputs(wildcards=None):
+    folders = set()
+    for entry in get_candidate_checkpoints().values():
+        folders.update(_local_model_input(entry["policy"]))
+        folders.update(entry.get("rm") or [])
+        folders.update(f for f in (entry.get("bradley_terry"), entry.get("grm")) if f)
+    return sorted(folders)
+
+
 def get_evaluation_outputs(kind="contests"):
     """Every run's contests (or judgments) table."""
     return [f"results/evaluation/run{r}/{kind}.parquet" for r in EVAL_RUNS]
@@ -248,13 +294,18 @@ def get_summary_inputs(wildcards=None):
         "health": [f"results/policy/{a}/health.json" for a in arms],
         "training_logs": [f"results/policy/{a}/training_log.csv" for a in arms],
         "claims": "claims.yaml",
+        "confirmation": ["results/confirm/confirmation.json"] if CONFIRM_ENABLED else [],
+        "preregistration": ["results/confirm/preregistration.yaml"] if CONFIRM_ENABLED else [],
+        "confirmation_contests": ["results/confirm/contests.parquet"] if CONFIRM_ENABLED else [],
+        "candidates": [f"results/evaluation/run{r}/best_of_n/{s}.parquet" for r in EVAL_RUNS for s in BON_SYSTEMS],
     }
 
 
 def get_judge_inputs(wildcards):
     ev = config["evaluation"]
     inputs = {
-        "generations": [f"results/evaluation/run{wildcards.run}/generations/{s}.parquet" for s in EVAL_SYSTEMS],
+        "generations": [f"results/evaluation/run{wildcards.run}/generations/{s}.parquet"
+                        for s in EVAL_SYSTEMS + BON_SYSTEMS],
         "specs": get_judge_files(ev["judges"]),
         "judge_models": get_judge_model_inputs(ev["judges"]),
     }

@@ -94,6 +94,36 @@ rule generate_answers:
         " --params {params.cfg:q} 2>&1 | tee {log}"
 
 
+rule generate_best_of_n:
+    input:
+        unpack(get_best_of_n_inputs),
+        vignettes="data/interim/vignettes.parquet",
+        targets="data/processed/targets.parquet",
+        ood="results/evaluation/ood_disjointness.json",
+    output:
+        answers="results/evaluation/run{run}/generations/{bon}.parquet",
+        candidates="results/evaluation/run{run}/best_of_n/{bon}.parquet",
+    priority: 10
+    params:
+        cfg=lambda w: section_file("evaluation", "policy", "reward", "grm", "data"),
+        model=lambda w: get_system_model(w.bon),
+        rm_flag=lambda w, input: ("--rm-dirs " + " ".join(input.rm)) if input.rm else "",
+        scorer_flags=lambda w: " ".join(
+            f"--{flag} {path}" for flag, path in (("bradley-terry", get_scorer_folders(w.bon)["bradley_terry"]),
+                                                 ("grm-dir", get_scorer_folders(w.bon)["grm"])) if path),
+    resources:
+        gpu=1,
+    log:
+        "logs/generate_best_of_n/run{run}/{bon}.log",
+    conda:
+        "../../envs/train.yaml"
+    shell:
+        "python -m reappraisal generate-best-of-n --system {wildcards.bon} --run {wildcards.run}"
+        " --model {params.model:q} --vignettes {input.vignettes} --targets {input.targets} {params.rm_flag}"
+        " {params.scorer_flags} --out {output.answers} --candidates {output.candidates}"
+        " --params {params.cfg:q} 2>&1 | tee {log}"
+
+
 rule judge:
     input:
         unpack(get_judge_inputs),

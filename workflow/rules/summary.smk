@@ -14,7 +14,13 @@ rule summarize:
         numbers_json="results/summary/numbers.json",
         provenance="results/summary/provenance.json",
     params:
-        cfg=lambda w: section_file("summary", "evaluation", "policy"),
+        cfg=lambda w: section_file("summary", "evaluation", "policy", "reward", "confirm"),
+        confirm_flags=lambda w, input: " ".join(
+            f"--{flag} {input[key][0]}" for key, flag in (("preregistration", "preregistration"),
+                                                        ("confirmation", "confirmation"),
+                                                        ("confirmation_contests", "confirmation-contests"))
+            if input[key]),
+        candidates=lambda w, input: ("--candidates " + " ".join(input.candidates)) if input.candidates else "",
         # the folders holding run{run}/ and {arm}/, derived from the inputs
         evaluation_dir=lambda w, input: os.path.dirname(os.path.dirname(input.contests[0])),
         policy_dir=lambda w, input: os.path.dirname(os.path.dirname(input.health[0])),
@@ -27,4 +33,5 @@ rule summarize:
         " --judge-calibration {input.calibration} --reward-metrics {input.reward_models} --grm-metrics {input.grm}"
         " --claims {input.claims} --out-tables {output.tables}"
         " --out-claims {output.claims} --out-numbers {output.numbers} --out-provenance {output.provenance}"
+        " {params.confirm_flags} {params.candidates}"
         " --params {params.cfg:q} 2>&1 | tee {log}"

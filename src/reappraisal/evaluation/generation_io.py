@@ -27,6 +27,7 @@ from ..policy.committee import FormatGate
 from ..policy.prompts import build_messages
 from .generation import Decoding, generate_hf, generate_vllm, load_generator, render_prompts
 from .seeds import derived_seed
+from .confirmation_pool import split_pools
 from .systems import system_pools
 
 GENERATION_COLUMNS = ["run", "arm", "vignette_id", "pool", "sample", "seed", "answer_id", "raw_text", "answer",
@@ -59,26 +60,38 @@ def answers_table(requests: pd.DataFrame, completions, *, system: str, run: int,
     return pd.DataFrame(rows, columns=GENERATION_COLUMNS)
 
 
-def generate_answers(system: str, run: int, model_dir: str, vignettes: pd.DataFrame, params: dict) -> pd.DataFrame:
-    ev = params["evaluation"]
-    gen = ev["generation"]
-    requests = requests_for(vignettes, system_pools(params, system), ev["answers_per_scenario"])
-    seed = derived_seed(params["seed"], "generate", system, run)
+def sample_completions(model_dir: str, scenarios, params: dict, *, seed: int, desc: str) -> list:
+    """The policy's completions of its own prompt for each scenario text, with the evaluation's decoding."""
+    gen = params["evaluation"]["generation"]
     decoding = Decoding.from_mapping(gen)
-    conversations = [build_messages(s) for s in requests["scenario"]]
+    conversations = [build_messages(s) for s in scenarios]
     if gen["backend"] == "vllm":
-        completions = generate_vllm(model_dir, conversations, decoding, seed=seed, engine_kwargs=gen.get("vllm"))
-    else:
-        from tqdm.auto import tqdm
+        return generate_vllm(model_dir, conversations, decoding, seed=seed, engine_kwargs=gen.get("vllm"))
+    from tqdm.auto import tqdm
 
-        model, tokenizer = load_generator(model_dir)
-        set_cpu_threads(gen.get("cpu_threads"), use_cpu=model.device.type == "cpu")
-        prompts = render_prompts(tokenizer, conversations)
-        with tqdm(total=len(prompts), desc=f"generate {system} run {run}", unit="answer", mininterval=2.0) as bar:
-            completions = generate_hf(model, tokenizer, prompts, decoding, batch_size=int(gen["batch_size"]),
-                                      seed=seed, progress=bar.update)
-    gate = FormatGate(max_sentences=int(params["policy"]["format_gate"]["max_sentences"]))
-    return answers_table(requests, completions, system=system, run=run, seed=seed, gate=gate)
+    model, tokenizer = load_generator(model_dir)
+    set_cpu_threads(gen.get("cpu_threads"), use_cpu=model.device.type == "cpu")
+    prompts = render_prompts(tokenizer, conversations)
+    with tqdm(total=len(prompts), desc=desc, unit="answer", mininterval=2.0) as bar:
+        return generate_hf(model, tokenizer, prompts, decoding, batch_size=int(gen["batch_size"]), seed=seed,
+                           progress=bar.update)
+
+
+def format_gate(params: dict) -> FormatGate:
+    return FormatGate(max_sentences=int(params["policy"]["format_gate"]["max_sentences"]))
+
+
+def generate_answers(system: str, run: int, model_dir: str, vignettes: pd.DataFrame, params: dict,
+                     pools: Sequence[str] | None = None) -> pd.DataFrame:
+    """One system's answers for one run on its pools (or ``pools``); ``vignettes`` as the data contract has them
+    (the confirmation scenarios are split off here, :mod:`.confirmation_pool`)."""
+    ev = params["evaluation"]
+    vignettes = split_pools(vignettes, ev, int(params["seed"]))
+    requests = requests_for(vignettes, pools or system_pools(params, system), ev["answers_per_scenario"])
+    seed = derived_seed(params["seed"], "generate", system, run)
+    completions = sample_completions(model_dir, requests["scenario"], params, seed=seed,
+                                     desc=f"generate {system} run {run}")
+    return answers_table(requests, completions, system=system, run=run, seed=seed, gate=format_gate(params))
 
 
 def cli_main(argv: Sequence[str] | None = None) -> int:

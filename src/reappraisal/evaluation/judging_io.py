@@ -32,6 +32,7 @@ from ..stats import pair_orders, score_contests
 from ..stats.contests import CONTEST_KEYS
 from .backends import judge_fingerprint, make_backend
 from .cache import ReplyCache
+from .confirmation_pool import split_pools
 from .draw import draw_contests
 from .judge_spec import JUDGES_DIR, load_judge
 from .judging import JUDGMENT_COLUMNS, check_parseable, consensus, judge_contests
@@ -51,7 +52,9 @@ def _answers_by_scenario(generations: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 def run_contests(run: int, generations: dict[str, pd.DataFrame], targets: pd.DataFrame, vignettes: pd.DataFrame,
                  params: dict) -> pd.DataFrame:
-    """Every contest of one run: each evaluated arm against each opponent it meets."""
+    """Every contest of one run: each candidate (arm instance, best-of-N system) against each opponent it meets,
+    on the selection pool's side of the OOD split (:mod:`.confirmation_pool`)."""
+    vignettes = split_pools(vignettes, params["evaluation"], int(params["seed"]))
     frames = []
     for arm in evaluated_arms(params):
         for opp in opponents(params).values():

@@ -16,7 +16,7 @@ Each opponent plays on the scenario pools it lists (``train`` and/or
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -40,8 +40,12 @@ class Opponent:
         return (self.arms is None or arm in self.arms) and self.arm != arm
 
 
-def parse_opponents(evaluation: Mapping[str, Any], arms: list[str]) -> dict[str, Opponent]:
-    """Opponent specs from the ``evaluation`` config section (``arms``: the evaluated arms)."""
+def parse_opponents(evaluation: Mapping[str, Any], arms: list[str],
+                    instances: Mapping[str, Sequence[str]] | None = None) -> dict[str, Opponent]:
+    """Opponent specs from the ``evaluation`` config section (``arms``: the evaluated arm instances;
+    ``instances``: arm name -> its instances, so a head-to-head pair may name arms trained with several
+    seeds: each instance of one then meets each instance of the other)."""
+    instances = dict(instances or {})
     out: dict[str, Opponent] = {}
     for name, spec in (evaluation.get("opponents") or {}).items():
         where = f"config evaluation.opponents.{name}"
@@ -63,14 +67,16 @@ def parse_opponents(evaluation: Mapping[str, Any], arms: list[str]) -> dict[str,
         where = f"config evaluation.head_to_head[{i}]"
         arm, other = pair.get("arm"), pair.get("opponent_arm")
         for a in (arm, other):
-            if a not in arms:
+            if a not in arms and a not in instances:
                 raise ConfigError(f"{a!r} is not an evaluated arm (evaluated: {', '.join(arms)})", where=where)
         if arm == other:
             raise ConfigError("an arm cannot meet itself", where=where)
-        name = f"{ARM_PREFIX}{other}"
-        previous = out.get(name)
-        players = tuple(sorted({arm, *(previous.arms if previous else ())}))
-        out[name] = Opponent(name, "arm", tuple(pair.get("pools") or ("train",)), arm=other, arms=players)
+        for mine in instances.get(arm, [arm]):
+            for theirs in instances.get(other, [other]):
+                name = f"{ARM_PREFIX}{theirs}"
+                previous = out.get(name)
+                players = tuple(sorted({mine, *(previous.arms if previous else ())}))
+                out[name] = Opponent(name, "arm", tuple(pair.get("pools") or ("train",)), arm=theirs, arms=players)
     return out
 
 

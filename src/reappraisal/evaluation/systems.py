@@ -1,7 +1,11 @@
 """What one evaluation generates and judges, from the config. Pure.
 
 A *system* is anything this evaluation generates answers with: every
-evaluated arm (on both pools) and every ``model`` opponent (on its pools).
+evaluated arm instance (an arm trained with one of its seeds,
+:mod:`reappraisal.policy.arms`), every best-of-N system (:mod:`.best_of_n`),
+both on both pools, and every ``model`` opponent (on its pools). The arm
+instances and the best-of-N systems are the *candidates*: they meet the
+opponents and are compared on the selection pool (:mod:`.confirmation_pool`).
 """
 
 from __future__ import annotations
@@ -9,26 +13,48 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import ConfigError
-from ..policy.arms import POLICY_DIR, parse_arms
+from ..policy.arms import POLICY_DIR, ArmInstance, arm_instances, instance_groups, parse_arms
+from .best_of_n import BestOfN, parse_best_of_n, pooled_groups
 from .opponents import Opponent, generated_systems, parse_opponents
 
 POOLS = ("train", "ood")
 
 
-def evaluated_arms(config: Mapping[str, Any]) -> list[str]:
-    """The arms the evaluation covers (config ``evaluation.arms``, default every arm)."""
+def evaluated_instances(config: Mapping[str, Any]) -> dict[str, ArmInstance]:
+    """The arm instances the evaluation covers: every seed of each arm of ``evaluation.arms`` (default every arm)."""
     arms = sorted(parse_arms(config["policy"]))
     chosen = config["evaluation"].get("arms")
-    if chosen is None:
-        return arms
-    unknown = [a for a in chosen if a not in arms]
-    if unknown:
-        raise ConfigError(f"unknown arm(s) {unknown}; policy.arms has {arms}", where="config evaluation.arms")
-    return list(chosen)
+    if chosen is not None:
+        unknown = [a for a in chosen if a not in arms]
+        if unknown:
+            raise ConfigError(f"unknown arm(s) {unknown}; policy.arms has {arms}", where="config evaluation.arms")
+    keep = set(arms if chosen is None else chosen)
+    return {name: inst for name, inst in arm_instances(config["policy"]).items() if inst.arm.name in keep}
+
+
+def best_of_n_systems(config: Mapping[str, Any]) -> dict[str, BestOfN]:
+    return parse_best_of_n(config["evaluation"].get("best_of_n"), evaluated_instances(config))
+
+
+def evaluated_arms(config: Mapping[str, Any]) -> list[str]:
+    """The candidates, judged against every opponent: the arm instances, then the best-of-N systems."""
+    return [*evaluated_instances(config), *best_of_n_systems(config)]
+
+
+def pooled_systems(config: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Pooled name -> its per-seed systems: each arm evaluated with several seeds, and each best-of-N
+    system declared on such an arm (the summary adds a pooled row for each)."""
+    groups = {arm: names for arm, names in instance_groups(config["policy"]).items()
+              if all(n in evaluated_instances(config) for n in names)}
+    return {**groups, **pooled_groups(best_of_n_systems(config), groups)}
 
 
 def opponents(config: Mapping[str, Any]) -> dict[str, Opponent]:
-    return parse_opponents(config["evaluation"], evaluated_arms(config))
+    instances = evaluated_instances(config)
+    by_arm: dict[str, list[str]] = {}
+    for inst in instances.values():
+        by_arm.setdefault(inst.arm.name, []).append(inst.name)
+    return parse_opponents(config["evaluation"], list(instances), by_arm)
 
 
 def systems(config: Mapping[str, Any]) -> list[str]:
@@ -36,14 +62,21 @@ def systems(config: Mapping[str, Any]) -> list[str]:
 
 
 def system_pools(config: Mapping[str, Any], system: str) -> tuple[str, ...]:
-    if system in evaluated_arms(config):
+    bon = best_of_n_systems(config)
+    if system in bon:
+        return bon[system].pools
+    if system in evaluated_instances(config):
         return POOLS
     return opponents(config)[system].pools
 
 
 def system_model(config: Mapping[str, Any], system: str) -> str:
-    """Where a system's weights are: ``results/policy/<arm>/model`` (a trained arm, or an external arm's
-    pointer, resolved by :func:`reappraisal.policy.arms.resolve_model_dir`), or the `model` opponent's path / hub id."""
-    if system in evaluated_arms(config):
+    """Where a system's weights are: ``results/policy/<instance>/model`` (a trained instance, or an external arm's
+    pointer, resolved by :func:`reappraisal.policy.arms.resolve_model_dir`; a best-of-N system samples from
+    its instance's), or the `model` opponent's path / hub id."""
+    bon = best_of_n_systems(config)
+    if system in bon:
+        return f"{POLICY_DIR}/{bon[system].instance}/model"
+    if system in evaluated_instances(config):
         return f"{POLICY_DIR}/{system}/model"
     return opponents(config)[system].model

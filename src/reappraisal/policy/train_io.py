@@ -49,7 +49,7 @@ from reappraisal.training import (
     use_bf16,
 )
 
-from .arms import ArmSpec, arm_spec
+from .arms import ArmInstance, ArmSpec, arm_instance
 from .committee import FormatGate
 from .gold import GoldQualityLog, check_gold_scorer
 from .health import HealthThresholds, health_verdict, training_log_rows
@@ -133,7 +133,7 @@ def check_batch_fits(policy: Mapping[str, Any], n_prompts: int, world_size: int)
 
 def train_policy(
     *,
-    arm: ArmSpec,
+    arm: ArmSpec | ArmInstance,
     policy: Mapping[str, Any],
     model_dir: str | Path,
     vignettes,
@@ -157,6 +157,8 @@ def train_policy(
     ``rewards_log``: see :class:`~reappraisal.policy.reward_adapter.CommitteeReward`.
     ``policy.gold_scorer`` (checked against ``preset`` and its ``data_source``) adds a log-only gold
     reward function (:mod:`reappraisal.policy.gold`).
+    ``arm``: an instance (the arm and its policy seed; ``seed`` is then the config seed, and GRPO trains
+    with config seed + policy seed), or an arm (trained with ``seed`` as given).
     Returns the health verdict (on the main process; ``{}`` on the others).
     """
     import pandas as pd
@@ -167,6 +169,10 @@ def train_policy(
 
     from reappraisal.atomic import atomic_path, write_json
 
+    if isinstance(arm, ArmSpec):
+        arm = ArmInstance(arm.name, arm, 0)
+    instance, arm = arm, arm.arm
+    seed = instance.training_seed(seed)
     if not arm.trained:
         raise PipelineInputError(f"arm {arm.name!r} is external ({arm.external}); it is not trained here", where="policy.arms")
     policy = with_defaults("policy", policy)
@@ -183,7 +189,7 @@ def train_policy(
     state = PartialState()
     check_batch_fits(policy, len(rows), state.num_processes)
 
-    spec = {"arm": arm.name, "weights": vars(arm.weights), "grpo": {k: v for k, v in settings.items() if k != "output_dir"},
+    spec = {"arm": instance.name, "reward": arm.reward, "weights": vars(arm.weights), "grpo": {k: v for k, v in settings.items() if k != "output_dir"},
             "model_dir": str(model_dir), "prompts": fingerprint(rows), "format_gate": policy["format_gate"],
             "judges": judges_spec or {}, "num_processes": state.num_processes}
     with contextlib.ExitStack() as held:
@@ -207,8 +213,8 @@ def train_policy(
             train_dataset=Dataset.from_list(rows), processing_class=tokenizer, callbacks=list(callbacks),
         )
         if work.resume and state.is_main_process:
-            print(f"resuming {arm.name} from {work.resume}", flush=True)
-        result = run_training(trainer, work, where=f"policy arm {arm.name}")
+            print(f"resuming {instance.name} from {work.resume}", flush=True)
+        result = run_training(trainer, work, where=f"policy arm {instance.name}")
 
         final_tmp = work.path / "final"
         export_model(trainer, result, final_tmp)  # every process calls it (DeepSpeed gathers); the main one writes
@@ -219,7 +225,8 @@ def train_policy(
             log_rows = training_log_rows(result.log_history)
             health = health_verdict(log_rows, HealthThresholds.from_config(policy["health"]))
             health.update(
-                arm=arm.name, trained_here=True, weights=vars(arm.weights).copy() if arm.weights else None,
+                arm=instance.name, arm_name=arm.name, policy_seed=instance.seed, training_seed=seed,
+                reward=arm.reward, trained_here=True, weights=vars(arm.weights).copy() if arm.weights else None,
                 format_gate={"max_sentences": reward.gate.max_sentences, "penalty": reward.gate.penalty},
                 base_model=str(model_dir), global_step=result.global_step,
                 # every training segment, killed ones too; train_seconds is their total; resumed_from (the
@@ -287,10 +294,16 @@ def judge_settings(arm: ArmSpec, params: Mapping[str, Any], *, rm_dirs, grm_dir)
     """
     out: dict[str, Any] = {}
     if arm.weights.uses_rm:
+        bradley_terry = arm.reward == "bradley_terry"
         if not rm_dirs:
-            raise PipelineInputError("the arm weights the reward-model ensemble but no --rm-dirs were given", where=arm.name)
+            what = "the Bradley-Terry reward model" if bradley_terry else "the reward-model ensemble"
+            raise PipelineInputError(f"the arm is rewarded by {what} but no --rm-dirs were given", where=arm.name)
+        if bradley_terry and len(rm_dirs) != 1:
+            raise PipelineInputError(f"a bradley_terry arm takes the Bradley-Terry model's one folder as --rm-dirs, "
+                                     f"got {len(rm_dirs)}", where=arm.name)
         rm_cfg = with_defaults("reward", params.get("reward"))
-        out["rm"] = {"dirs": [str(d) for d in rm_dirs], "max_length": rm_cfg["max_length"], **rm_cfg["ensemble"]}
+        out["rm"] = {"dirs": [str(d) for d in rm_dirs], "max_length": rm_cfg["max_length"], **rm_cfg["ensemble"],
+                     **({"model": "bradley_terry"} if bradley_terry else {})}
     if arm.weights.uses_grm:
         if not grm_dir:
             raise PipelineInputError("the arm weights the GRM but no --grm-dir was given", where=arm.name)
@@ -344,7 +357,8 @@ def cli_main(argv: Sequence[str]) -> int:
     params = parse_params(args.params)
     policy = with_defaults("policy", params.get("policy"))
     set_cpu_threads(policy["cpu_threads"], use_cpu=policy["use_cpu"])
-    arm = arm_spec(policy, args.arm)
+    instance = arm_instance(policy, args.arm)
+    arm = instance.arm
     if not arm.trained:
         health = record_external(arm, args.out_dir)
         print(json.dumps({"arm": arm.name, "verdict": health["verdict"], "checkpoint": arm.external}))
@@ -356,11 +370,11 @@ def cli_main(argv: Sequence[str]) -> int:
     targets = read_table(args.targets)
     judges = judge_settings(arm, params, rm_dirs=args.rm_dirs, grm_dir=args.grm_dir)
     health = train_policy(
-        arm=arm, policy=policy, model_dir=args.model_dir, vignettes=vignettes, out_dir=args.out_dir,
+        arm=instance, policy=policy, model_dir=args.model_dir, vignettes=vignettes, out_dir=args.out_dir,
         scorers=lambda device: build_scorers(judges, targets=targets, vignettes=vignettes, device=device),
         seed=int(params["seed"]), judges_spec=judges, rewards_log=args.rewards_log,
         preset=str(params["preset"]), data_source=(params.get("data") or {}).get("source"),
     )
     if health:
-        print(json.dumps({"arm": arm.name, "verdict": health["verdict"], "failed": health["failed"]}))
+        print(json.dumps({"arm": instance.name, "verdict": health["verdict"], "failed": health["failed"]}))
     return 0

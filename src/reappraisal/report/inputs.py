@@ -59,6 +59,15 @@ def parse_manifest(raw: Mapping[str, Any]) -> list[Artifact]:
     return out
 
 
+def read_yaml(path: Path) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise DataValidationError(f"not valid YAML ({type(exc).__name__})", where=str(path)) from None
+
+
 def read_json(path: Path) -> Any:
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))

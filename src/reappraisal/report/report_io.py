@@ -34,7 +34,8 @@ from ..summary.texts import fill, load_texts, percent
 from . import charts
 from ..file_hashes import sha256_file
 from ..provenance.claim_trace import claim_trace
-from .inputs import Artifact, SummaryTable, parse_manifest, read_claims, read_csv, read_json, read_tables_index
+from .inputs import (Artifact, SummaryTable, parse_manifest, read_claims, read_csv, read_json, read_tables_index,
+                     read_yaml)
 
 #: The page's words (``report_texts.yaml``): banner, sections, artifact titles, headers, figure captions.
 TEXTS = load_texts(Path(__file__).with_name("report_texts.yaml"))
@@ -256,7 +257,7 @@ def _sections(tables: list[SummaryTable], artifacts: list[Artifact],
         placed |= {v.name for v in views}
         named = [a for a in artifacts if a.name in spec.get("artifacts", ())]
         sections.append({"id": spec["id"], "title": spec["title"], "tables": views, "figures": [],
-                         "artifacts": [a for a in named if a.path.suffix == ".json"],
+                         "artifacts": [a for a in named if a.path.suffix in SHOWN_SUFFIXES],
                          # files a reader takes away as they are (numbers.tex): linked, not shown
                          "downloads": [{"path": str(a.path), "href": _rel(a.path, report_dir)}
                                        for a in named if a.path.suffix != ".json"]})
@@ -406,6 +407,10 @@ def _traces(provenance: Sequence[Artifact], claim_ids: Sequence[str]) -> dict[st
     return traces
 
 
+#: Raw artifacts the appendix shows (JSON metrics, and the pre-registration's YAML).
+SHOWN_SUFFIXES = (".json", ".yaml")
+
+
 def _appendix_and_lineage(artifacts: Sequence[Artifact]) -> tuple[list[dict], list[dict]]:
     """The raw JSON artifacts shown in appendix B, and every input with its sha256 (appendix C)."""
     appendix, lineage = [], []
@@ -415,9 +420,10 @@ def _appendix_and_lineage(artifacts: Sequence[Artifact]) -> tuple[list[dict], li
                         "sha256": sha256_file(a.path) if is_file else None,
                         "bytes": a.path.stat().st_size if is_file else None})
         known = TEXTS["artifacts"].get(a.name, {"title": a.name.replace("_", " "), "caption": ""})
-        if a.path.suffix == ".json" and a.kind not in {"claims", "tables_index", "provenance"}:
+        if a.path.suffix in SHOWN_SUFFIXES and a.kind not in {"claims", "tables_index", "provenance"}:
             appendix.append({"id": f"artifact-{slug(a.name)}", "title": known["title"], "caption": known["caption"],
-                             "path": str(a.path), "data": read_json(a.path)})
+                             "path": str(a.path), "data": read_json(a.path) if a.path.suffix == ".json"
+                             else read_yaml(a.path)})
     return appendix, lineage
 
 

@@ -55,6 +55,7 @@ class Settings:
     headline_judge: str
     headline_opponent: str
     headline_arm: str
+    #: the arms (an arm trained with several seeds: its pooled row); arm-vs-arm comparisons and the ablation use these
     arms: tuple[str, ...]
     arm_specs: Mapping[str, Mapping]
 
@@ -277,7 +278,7 @@ H2H_COLUMNS = [
 def _paired_rows(contests: pd.DataFrame, pool: str, s: Settings, sources_by_run) -> tuple[list, list]:
     rows, sources = [], []
     part = contests[(contests["pool"] == pool) & (contests["judge"] == s.headline_judge)]
-    arms = _order(part["model"], s.arms)
+    arms = [a for a in _order(part["model"], s.arms) if a in s.arms]  # seeds and best-of-N: tables of their own
     for i, arm in enumerate(arms):
         for other in arms[i + 1:]:
             shared = set(part.loc[part["model"] == arm, "opponent"]) & set(part.loc[part["model"] == other, "opponent"])
@@ -401,10 +402,12 @@ def ablation_table(contests: pd.DataFrame, s: Settings, sources_by_run, health: 
                     & (contests["opponent"] == s.headline_opponent)]
     rows, sources = [], []
     base_frame = part[part["model"] == s.headline_arm]
-    for arm in _order(part["model"], s.arms):
+    for arm in [a for a in _order(part["model"], s.arms) if a in s.arms]:
         frame = part[part["model"] == arm]
         spec = dict(s.arm_specs.get(arm, {}))
-        row = {"arm": arm, "w_rm": spec.get("w_rm"), "w_grm": spec.get("w_grm"), "lam": spec.get("lam"),
+        row = {"arm": arm, "reward": None if spec.get("external") else spec.get("reward"),
+               "seeds": len(spec.get("seeds") or [0]) if not spec.get("external") else None,
+               "w_rm": spec.get("w_rm"), "w_grm": spec.get("w_grm"), "lam": spec.get("lam"),
                "external": spec.get("external"), "health": (health.get(arm) or {}).get("verdict"), "note": None}
         try:
             n = _headline_numbers(frame, s, s.bar)
@@ -427,10 +430,12 @@ def ablation_table(contests: pd.DataFrame, s: Settings, sources_by_run, health: 
         sources.append(tuple(row_sources))
     title, caption = _text("ablation", s)
     level = percent(s.confidence)
-    columns = ["arm", "w_rm", "w_grm", "lam", "external", "health", "win_rate", "headline_low", "headline_high",
+    columns = ["arm", "reward", "seeds", "w_rm", "w_grm", "lam", "external", "health", "win_rate", "headline_low",
+               "headline_high",
                "contests", "scenarios", "diff_vs_headline_arm", "diff_ci_low", "diff_ci_high", "diff_signflip_p",
                "note"]
-    display = [("arm", ("arm",)), ("w_rm", ("w_rm",)), ("w_grm", ("w_grm",)), ("health", ("health",)),
+    display = [("arm", ("arm",)), ("reward", ("reward",)), ("seeds", ("seeds",)), ("w_rm", ("w_rm",)),
+               ("w_grm", ("w_grm",)), ("health", ("health",)),
                ("win rate", ("win_rate",)), (f"headline {level} CI", ("headline_low", "headline_high")),
                (f"minus {s.headline_arm}", ("diff_vs_headline_arm",)), (f"{level} CI", ("diff_ci_low", "diff_ci_high")),
                ("sign-flip p", ("diff_signflip_p",))]

@@ -28,6 +28,7 @@ import datetime
 import json
 import os
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
@@ -39,12 +40,14 @@ from reappraisal.config import REPO_ROOT, with_defaults
 from reappraisal.errors import PipelineInputError
 from reappraisal.json_values import json_ready
 from reappraisal.evaluation.calibration_file import read_judge_calibration
+from reappraisal.evaluation.systems import best_of_n_systems, evaluated_instances, pooled_systems
 from reappraisal.params import parse_params
 from reappraisal.provenance.claim_trace import provenance_document
 from reappraisal.provenance.dvc_state import stage_records
 
 from . import evaluation_tables as et
 from . import metrics_tables as mt
+from . import selection_tables as st
 from .claims import evaluate_claims, validate_ledger
 from .reply_verdicts import check_replies
 from .lineage import lineage_entries
@@ -59,7 +62,8 @@ CLAIMS_SCHEMA = REPO_ROOT / "workflow" / "schemas" / "claims.schema.yaml"
 JUDGMENT_COLUMNS = ["run", "judge", "contest_id", "vignette_id", "model", "opponent", "order", "verdict"]
 TABLE_ORDER = [
     "headline", "per_scenario", "per_run", "head_to_head", "ood", "judge_calibration", "reward_models", "grm",
-    "training_health", "reward_path_gap", "length_bias", "length_bins", "ablation", *CARD_TABLES,
+    "training_health", "reward_path_gap", "length_bias", "length_bins", "ablation", "seeds", "best_of_n",
+    "selection", "confirmation", *CARD_TABLES,
 ]
 
 
@@ -162,8 +166,48 @@ def settings_from_params(params: Mapping[str, Any]) -> tuple[et.Settings, list[i
     return s, [int(r) for r in evaluation["runs"]]
 
 
+@dataclass(frozen=True)
+class Systems:
+    """What the summary needs to know of the candidates beyond the arms: the arm instances (with their policy
+    seeds), the pooled groups, the best-of-N systems (:func:`best_of_n_specs`) and the confirmation opponent."""
+
+    instances: tuple[str, ...]
+    seeds: Mapping[str, int]
+    pooled: Mapping[str, Sequence[str]]
+    best_of_n: Mapping[str, Mapping]
+    confirm_opponent: str
+
+
+def systems_from_params(params: Mapping[str, Any]) -> Systems:
+    config = {"policy": with_defaults("policy", params.get("policy")),
+              "evaluation": with_defaults("evaluation", params.get("evaluation"))}
+    instances = evaluated_instances(config)
+    pooled = pooled_systems(config)
+    ensemble_size = len(with_defaults("reward", params.get("reward"))["seeds"])
+    return Systems(instances=tuple(instances), seeds={n: i.seed for n, i in instances.items()}, pooled=pooled,
+                   best_of_n=best_of_n_specs(config, pooled, ensemble_size),
+                   confirm_opponent=str(with_defaults("confirm", params.get("confirm"))["opponent"]))
+
+
+def best_of_n_specs(config: Mapping, pooled: Mapping[str, Sequence[str]], ensemble_size: int) -> dict[str, dict]:
+    """Best-of-N name -> {single_pass, arm, scorer, n, level, scorer_calls, members}: each declared system, and
+    the pooled system of each one declared on an arm with several seeds."""
+    out = {}
+    for name, b in best_of_n_systems(config).items():
+        out[name] = {"single_pass": b.instance, "arm": b.arm, "scorer": b.scorer, "n": b.n, "members": [name],
+                     "level": "seed" if any(name in m for m in pooled.values()) else "arm",
+                     "scorer_calls": st.scorer_calls(b.scorer, b.n, ensemble_size)}
+    for name, members in pooled.items():
+        first = out.get(members[0])
+        if first is not None:
+            out[name] = {**first, "single_pass": first["arm"], "members": list(members), "level": "arm"}
+    return out
+
+
 def build_tables(contests: pd.DataFrame, s: et.Settings, sources_by_run, metrics: Mapping, health, logs,
-                 arm_sources) -> dict[str, Table]:
+                 arm_sources, systems: Systems | None = None, confirmation: Mapping | None = None) -> dict[str, Table]:
+    systems = systems or Systems((), {}, {}, {}, s.headline_opponent)
+    confirmation = confirmation or {}
     tables = {
         "headline": et.headline_table(contests, s, sources_by_run),
         "per_scenario": et.per_scenario_table(contests, s, sources_by_run),
@@ -173,16 +217,35 @@ def build_tables(contests: pd.DataFrame, s: et.Settings, sources_by_run, metrics
         "judge_calibration": mt.judge_calibration_table(*metrics["judge_calibration"]),
         "reward_models": mt.reward_models_table(*metrics["reward_models"]),
         "grm": mt.grm_table(*metrics["grm"]),
-        "training_health": mt.training_health_table(list(s.arms), health, logs, arm_sources),
+        "training_health": mt.training_health_table(list(systems.instances or s.arms), health, logs, arm_sources),
         "reward_path_gap": et.reward_path_gap_table(contests, s, sources_by_run),
         "length_bias": et.length_bias_table(contests, s, sources_by_run),
         "length_bins": et.length_bins_table(contests, s, sources_by_run),
-        "ablation": et.ablation_table(contests, s, sources_by_run, health,
-                                      {a: [p for p in arm_sources.get(a, ()) if p.endswith("health.json")]
-                                       for a in s.arms}),
+        "ablation": et.ablation_table(contests, s, sources_by_run, arm_health(health, systems.pooled),
+                                      {a: [p for m in systems.pooled.get(a, [a]) for p in arm_sources.get(m, ())
+                                           if p.endswith("health.json")] for a in s.arms}),
+        "seeds": st.seeds_table(contests, s, sources_by_run, systems.pooled, systems.seeds),
+        "best_of_n": st.best_of_n_table(contests, s, sources_by_run, systems.best_of_n, confirmation.get("candidates"),
+                                        confirmation.get("candidate_sources", ()),
+                                        opponent_ood=systems.confirm_opponent),
+        "selection": st.selection_table(contests, s, sources_by_run, confirmation.get("preregistration"),
+                                        confirmation.get("preregistration_source")),
+        "confirmation": st.confirmation_table(s, confirmation.get("result"), confirmation.get("preregistration"),
+                                              confirmation.get("sources", ())),
     }
     tables.update(card_tables(tables, s))
     return {name: tables[name] for name in TABLE_ORDER}
+
+
+def arm_health(health: Mapping[str, Mapping | None], pooled: Mapping[str, Sequence[str]]) -> dict:
+    """Health records by arm: an instance's own, and for a pooled arm its seeds' verdicts joined ("healthy" when
+    every seed is)."""
+    out = dict(health)
+    for arm, members in pooled.items():
+        verdicts = [(health.get(m) or {}).get("verdict") for m in members]
+        if all(v is not None for v in verdicts):
+            out[arm] = {"verdict": verdicts[0] if len(set(verdicts)) == 1 else " / ".join(map(str, verdicts))}
+    return out
 
 
 def _yaml_dates_as_text(value):
@@ -199,11 +262,40 @@ def _yaml_dates_as_text(value):
 METRICS = {"judge_calibration": read_judge_calibration, "reward_models": _read_json, "grm": _read_json}
 
 
+def read_confirmation(files: Mapping[str, Any] | None, root: Path) -> dict:
+    """The confirm stage's files (``preregistration``, ``confirmation``, ``confirmation_contests``) and the
+    best-of-N candidates files (``candidates``), as the selection tables read them; absent ones are left out."""
+    files = files or {}
+    out: dict[str, Any] = {}
+    prereg = files.get("preregistration")
+    if prereg and Path(prereg).is_file():
+        try:
+            out["preregistration"] = _yaml_dates_as_text(yaml.safe_load(Path(prereg).read_text(encoding="utf-8")))
+        except yaml.YAMLError as exc:
+            raise PipelineInputError(f"not valid YAML ({exc.__class__.__name__})", where=str(prereg)) from None
+        out["preregistration_source"] = _rel(Path(prereg), root)
+    result = files.get("confirmation")
+    if result and Path(result).is_file():
+        out["result"] = _read_json(Path(result))
+        out["sources"] = [_rel(Path(p), root) for p in (result, prereg, files.get("confirmation_contests")) if p]
+        registered = (out.get("preregistration") or {}).get("selected_system")
+        if registered is not None and out["result"].get("system") != registered:
+            raise PipelineInputError(f"the confirmation is of {out['result'].get('system')!r}, the pre-registration "
+                                     f"selected {registered!r}; rerun the confirm stage", where=str(result))
+    paths = [Path(p) for p in files.get("candidates") or []]
+    if paths:
+        out["candidates"] = pd.concat([_read_parquet(p, "a best-of-N candidates table") for p in paths],
+                                      ignore_index=True)
+        out["candidate_sources"] = [_rel(p, root) for p in paths]
+    return out
+
+
 def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy_dir: Path, claims_file: Path,
-              params: Mapping,
-              root: Path) -> tuple[dict[str, Table], dict, dict]:
+              params: Mapping, root: Path,
+              confirmation_files: Mapping[str, Any] | None = None) -> tuple[dict[str, Table], dict, dict]:
     """Compute every table, the claims ledger and the provenance document (nothing written)."""
     s, runs = settings_from_params(params)
+    systems = systems_from_params(params)
     if s.arms and s.headline_arm not in s.arms:
         raise PipelineInputError(f"headline arm {s.headline_arm!r} is not an arm (arms: {list(s.arms)})",
                                  where="config summary.headline_arm")
@@ -218,13 +310,14 @@ def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy
     if s.headline_judge not in judges:
         raise PipelineInputError(f"headline judge {s.headline_judge!r} judged no contest (judges present: {judges})",
                                  where="config evaluation.headline_judge")
+    contests = st.pooled_contests(contests, systems.pooled)
 
     metrics = {}
     for name, reader in METRICS.items():
         path = Path(metrics_files[name])
         metrics[name] = (reader(path) if path.is_file() else None, _rel(path, root))
     health, logs, arm_sources = {}, {}, {}
-    for arm in s.arms:
+    for arm in systems.instances or s.arms:
         health_path = policy_dir / arm / "health.json"
         log_path = policy_dir / arm / "training_log.csv"
         health[arm] = _read_json(health_path)
@@ -236,7 +329,8 @@ def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy
                 raise PipelineInputError(f"not a readable CSV training log ({type(exc).__name__})",
                                          where=str(log_path)) from None
             arm_sources[arm].append(_rel(log_path, root))
-    tables = build_tables(contests, s, sources_by_run, metrics, health, logs, arm_sources)
+    tables = build_tables(contests, s, sources_by_run, metrics, health, logs, arm_sources, systems,
+                          read_confirmation(confirmation_files, root))
     # a metrics-derived table cites its file only when the file exists
     for name in METRICS:
         if metrics[name][0] is None:
@@ -324,6 +418,10 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out-numbers", default=None, help="numbers.tex (and its .json twin); default beside --out-claims")
     ap.add_argument("--out-provenance", default=None,
                     help="provenance.json (each claim's stages, config, code and raw inputs); default beside --out-claims")
+    ap.add_argument("--preregistration", default=None, help="the confirm stage's pre-registration")
+    ap.add_argument("--confirmation", default=None, help="the confirm stage's confirmation.json")
+    ap.add_argument("--confirmation-contests", default=None, help="the confirm stage's contests (lineage)")
+    ap.add_argument("--candidates", nargs="*", default=[], help="every best-of-N candidates table (compute)")
     ap.add_argument("--root", default=".", help="repository root: lineage paths are relative to it")
     ap.add_argument("--params", required=True, help="JSON with sections summary, evaluation, policy, seed, preset")
     ns = ap.parse_args(argv)
@@ -333,7 +431,9 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
                      "grm": Path(ns.grm_metrics)}
     tables, ledger, provenance = summarize(evaluation_dir=Path(ns.evaluation_dir), metrics_files=metrics_files,
                                policy_dir=Path(ns.policy_dir), claims_file=Path(ns.claims), params=params,
-                               root=root)
+                               root=root, confirmation_files={
+                                   "preregistration": ns.preregistration, "confirmation": ns.confirmation,
+                                   "confirmation_contests": ns.confirmation_contests, "candidates": ns.candidates})
     write_outputs(tables, ledger, Path(ns.out_tables), Path(ns.out_claims), root, ns.out_numbers, provenance,
                   ns.out_provenance)
     head = tables["headline"].frame

@@ -1,0 +1,116 @@
+"""confirm stage: judge the registered system on the confirmation pool and run the one registered test.
+
+Refuses (one line, nothing written) when the pre-registration is not the one
+the confirmation answers were generated under (its sha256 is in every row),
+or when the selected system's checkpoint files no longer hash as registered.
+Otherwise it draws the contests of the registered system against the
+registered opponent on the confirmation scenarios (every run), has the
+registered judge judge each in both orders through its own reply cache, and
+computes the registered metric with the registered interval
+(:func:`.confirmation.confirmation_result`). Writes the judgments, the
+contests and ``results/confirm/confirmation.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from ..atomic import write_json, write_parquet
+from ..config import sections_with_defaults
+from ..errors import PipelineInputError
+from ..evaluation.backends import judge_fingerprint, make_backend
+from ..evaluation.cache import ReplyCache
+from ..evaluation.confirmation_pool import CONFIRMATION_POOL, split_pools
+from ..evaluation.draw import draw_contests
+from ..evaluation.judge_spec import JUDGES_DIR, load_judge
+from ..evaluation.judging import check_parseable, judge_contests
+from ..evaluation.judging_io import check_calibrated, contests_table
+from ..evaluation.opponents import answer_pools
+from ..evaluation.systems import opponents
+from ..input_tables import read_table
+from ..json_values import json_ready
+from ..params import parse_params
+from ..training import set_cpu_threads
+from .confirmation import confirmation_result
+from .generation_io import read_preregistration
+from .preregistration import check_unchanged
+from .preregistration_io import checkpoint_folders, checkpoint_hashes
+
+
+def recorded_sha256(generations: pd.DataFrame, where: str) -> str:
+    values = sorted(set(map(str, generations["preregistration_sha256"])))
+    if len(values) != 1:
+        raise PipelineInputError(f"the confirmation answers were made under {len(values)} pre-registrations", where=where)
+    return values[0]
+
+
+def confirm(document: dict, generations: pd.DataFrame, targets: pd.DataFrame, vignettes: pd.DataFrame, params: dict,
+            *, cache_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """(judgments, contests, result) of the registered confirmation."""
+    ev = params["evaluation"]
+    system, opponent_name = str(document["selected_system"]), str(document["opponent"])
+    known = opponents(params)
+    if opponent_name not in known or known[opponent_name].kind != "answers":
+        raise PipelineInputError(f"the registered opponent {opponent_name!r} is not an `answers` opponent of this "
+                                 "config (the confirmation pool has no generations of other opponents)",
+                                 where="config confirm.opponent")
+    opponent = replace(known[opponent_name], pools=(CONFIRMATION_POOL,))
+    vignettes = split_pools(vignettes, ev, int(params["seed"]))
+    theirs = answer_pools(opponent, targets, vignettes)
+    spec = load_judge(str(document["judge"]), ev.get("judges_dir") or JUDGES_DIR)
+    scenarios = dict(zip(vignettes["vignette_id"].astype(str), vignettes["text"].astype(str)))
+    judgments, drawn = [], []
+    for run, answers in generations.groupby("run", sort=True):
+        contests = draw_contests(answers, theirs, arm=system, opponent=opponent_name, run=int(run),
+                                 seed=int(params["seed"]), pools=(CONFIRMATION_POOL,))
+        with ReplyCache(Path(cache_dir) / f"{spec.name}.jsonl") as cache:
+            table, _ = judge_contests(contests, scenarios, spec, run=int(run), cache=cache,
+                                      fingerprint=judge_fingerprint(spec),
+                                      backend_factory=lambda r=int(run): make_backend(spec, run=f"confirm{r}"),
+                                      progress_desc=f"judge {spec.name} confirmation run {run}")
+        check_parseable(table, spec)
+        judgments.append(table)
+        drawn.append(contests)
+    judgments = pd.concat(judgments, ignore_index=True)
+    table = contests_table(judgments, pd.concat(drawn, ignore_index=True))
+    result = confirmation_result(table, document, n_boot=int(params["summary"]["n_boot"]), seed=int(params["seed"]))
+    return judgments, table, result
+
+
+def cli_main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="reappraisal confirm", description=__doc__.splitlines()[0])
+    for name in ("preregistration", "generations", "checkpoints", "targets", "vignettes", "calibration", "cache-dir",
+                 "out", "judgments", "contests", "params"):
+        ap.add_argument(f"--{name}", required=True)
+    args = ap.parse_args(argv)
+    params = sections_with_defaults(parse_params(args.params), "evaluation", "policy", "summary")
+    set_cpu_threads(params["evaluation"]["cpu_threads"])
+    document, sha = read_preregistration(args.preregistration)
+    generations = read_table(args.generations)
+    recorded = recorded_sha256(generations, args.generations)
+    system = str(document["selected_system"])
+    checkpoints = json.loads(args.checkpoints)
+    if system not in checkpoints:
+        raise PipelineInputError(f"the registered system {system!r} is not a candidate of this config",
+                                 where=args.preregistration)
+    check_unchanged(document, checkpoint_hashes(checkpoint_folders(checkpoints[system])), where=args.preregistration,
+                    recorded_document_sha256=recorded, document_sha256=sha)
+    check_calibrated([str(document["judge"])], json.loads(Path(args.calibration).read_text()))
+    judgments, contests, result = confirm(document, generations, read_table(args.targets), read_table(args.vignettes),
+                                          params, cache_dir=Path(args.cache_dir))
+    result = {**result, "preregistration_sha256": sha, "preregistration": args.preregistration,
+              "generations": args.generations}
+    write_parquet(judgments, args.judgments)
+    write_parquet(contests, args.contests)
+    write_json(json_ready(result), args.out)
+    print(f"confirm: {system} vs {document['opponent']} on the confirmation pool: win rate {result['win_rate']:.3f} "
+          f"[{result['ci_low']:.3f}, {result['ci_high']:.3f}] vs bar {result['bar']}: {result['verdict']} "
+          f"(selection-pool estimate {result['selection_estimate']:.3f}, expected inflation "
+          f"{result['expected_inflation']:.3f})")
+    return 0
