@@ -1,6 +1,7 @@
 # Evaluation: the OOD gate, the held-out judge (demo: trained here on human
 # pairs the reward path never sees) and its calibration, then per run
-# generate_answers (one job per system) -> judge (both orders, every judge).
+# generate_answers / generate_best_of_n (one job per system, every run's file) -> judge (per run: both
+# orders, every judge).
 # Runs never share generations or verdicts; the summary pools them.
 
 
@@ -71,25 +72,27 @@ rule calibrate_judge:
         " --params {params.cfg:q} 2>&1 | tee {log}"
 
 
+# One job per system writes every run's file (the model is loaded once; each run is its own sample).
 rule generate_answers:
     input:
         model=get_system_model_input,
         vignettes="data/interim/vignettes.parquet",
         ood="results/evaluation/ood_disjointness.json",
     output:
-        answers="results/evaluation/run{run}/generations/{system}.parquet",
+        answers=expand("results/evaluation/run{run}/generations/{{system}}.parquet", run=EVAL_RUNS),
     priority: 10
     params:
         cfg=lambda w: section_file("evaluation", "policy"),
         model=lambda w: get_system_model(w.system),
+        runs=" ".join(EVAL_RUNS),
     resources:
         gpu=1,
     log:
-        "logs/generate_answers/run{run}/{system}.log",
+        "logs/generate_answers/{system}.log",
     conda:
         "../../envs/train.yaml"
     shell:
-        "python -m reappraisal generate-answers --system {wildcards.system} --run {wildcards.run}"
+        "python -m reappraisal generate-answers --system {wildcards.system} --run {params.runs}"
         " --model {params.model:q} --vignettes {input.vignettes} --out {output.answers}"
         " --params {params.cfg:q} 2>&1 | tee {log}"
 
@@ -101,12 +104,13 @@ rule generate_best_of_n:
         targets="data/processed/targets.parquet",
         ood="results/evaluation/ood_disjointness.json",
     output:
-        answers="results/evaluation/run{run}/generations/{bon}.parquet",
-        candidates="results/evaluation/run{run}/best_of_n/{bon}.parquet",
+        answers=expand("results/evaluation/run{run}/generations/{{bon}}.parquet", run=EVAL_RUNS),
+        candidates=expand("results/evaluation/run{run}/best_of_n/{{bon}}.parquet", run=EVAL_RUNS),
     priority: 10
     params:
         cfg=lambda w: section_file("evaluation", "policy", "reward", "grm", "data"),
         model=lambda w: get_system_model(w.bon),
+        runs=" ".join(EVAL_RUNS),
         rm_flag=lambda w, input: ("--rm-dirs " + " ".join(input.rm)) if input.rm else "",
         scorer_flags=lambda w: " ".join(
             f"--{flag} {path}" for flag, path in (("bradley-terry", get_scorer_folders(w.bon)["bradley_terry"]),
@@ -114,11 +118,11 @@ rule generate_best_of_n:
     resources:
         gpu=1,
     log:
-        "logs/generate_best_of_n/run{run}/{bon}.log",
+        "logs/generate_best_of_n/{bon}.log",
     conda:
         "../../envs/train.yaml"
     shell:
-        "python -m reappraisal generate-best-of-n --system {wildcards.bon} --run {wildcards.run}"
+        "python -m reappraisal generate-best-of-n --system {wildcards.bon} --run {params.runs}"
         " --model {params.model:q} --vignettes {input.vignettes} --targets {input.targets} {params.rm_flag}"
         " {params.scorer_flags} --out {output.answers} --candidates {output.candidates}"
         " --params {params.cfg:q} 2>&1 | tee {log}"

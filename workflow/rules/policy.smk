@@ -14,6 +14,8 @@ rule warm_start_policy:
         leakage="results/data/leakage.json",
     output:
         model=directory("results/policy/warm_start"),
+    # every arm waits for it: before the reward models' evaluation and the opponents' answers
+    priority: 20
     params:
         cfg=lambda w: section_file("policy"),
         base=lambda w: config["base_models"]["policy_base"],

@@ -32,7 +32,7 @@ from ..policy.arms import resolve_model_dir
 from ..policy.committee import CommitteeWeights, committee_rewards
 from .best_of_n import BestOfN, choose
 from .confirmation_pool import split_pools
-from .generation_io import answers_table, format_gate, requests_for, sample_completions
+from .generation_io import answers_table, format_gate, requests_for, runs_and_outputs, sample_completions
 from .seeds import derived_seed
 from .systems import best_of_n_systems
 
@@ -43,13 +43,14 @@ COMMITTEE_WEIGHTS = {"w_rm": 0.5, "w_grm": 0.5}
 
 
 class Scorers:
-    """The reward models a best-of-N system may need, built from their folders on first use."""
+    """The reward models a best-of-N system may need, built from their folders on first use (and kept)."""
 
     def __init__(self, params: Mapping[str, Any], *, rm_dirs: Sequence[str] = (), bradley_terry_dir: str | None = None,
                  grm_dir: str | None = None, targets: pd.DataFrame | None = None,
                  vignettes: pd.DataFrame | None = None):
         self.params, self.rm_dirs, self.bt_dir, self.grm_dir = params, list(rm_dirs), bradley_terry_dir, grm_dir
         self.targets, self.vignettes = targets, vignettes
+        self._built: dict = {}
 
     def ensemble(self, dirs: Sequence[str] | None = None):
         from ..reward.ensemble import EnsembleScorer
@@ -57,9 +58,12 @@ class Scorers:
         dirs = list(dirs if dirs is not None else self.rm_dirs)
         if not dirs:
             raise PipelineInputError("the scorer needs the reward-model ensemble: give --rm-dirs", where="best-of-N")
-        rm = self.params["reward"]
-        return EnsembleScorer.from_dirs(dirs, penalty=rm["ensemble"]["penalty"], lam=rm["ensemble"]["lam"],
-                                        batch_size=rm["ensemble"]["batch_size"], max_length=rm["max_length"])
+        if tuple(dirs) not in self._built:
+            rm = self.params["reward"]
+            self._built[tuple(dirs)] = EnsembleScorer.from_dirs(
+                dirs, penalty=rm["ensemble"]["penalty"], lam=rm["ensemble"]["lam"],
+                batch_size=rm["ensemble"]["batch_size"], max_length=rm["max_length"])
+        return self._built[tuple(dirs)]
 
     def bradley_terry(self):
         if not self.bt_dir:
@@ -71,10 +75,13 @@ class Scorers:
 
         if not self.grm_dir or self.targets is None or self.vignettes is None:
             raise PipelineInputError("the scorer needs the GRM: give --grm-dir and --targets", where="best-of-N")
-        g = self.params["grm"]
-        refs = median_references(self.targets, self.vignettes, self.params["data"]["primary_dimension"])
-        return GRMScorer.from_dir(self.grm_dir, references=refs, max_new_tokens=g["max_new_tokens"],
-                                  batch_size=g["batch_size"], mode=g["scorer_mode"], engine=g["engine"])
+        if "grm" not in self._built:
+            g = self.params["grm"]
+            refs = median_references(self.targets, self.vignettes, self.params["data"]["primary_dimension"])
+            self._built["grm"] = GRMScorer.from_dir(self.grm_dir, references=refs, max_new_tokens=g["max_new_tokens"],
+                                                    batch_size=g["batch_size"], mode=g["scorer_mode"],
+                                                    engine=g["engine"])
+        return self._built["grm"]
 
 
 def score_candidates(system: BestOfN, vignette_ids: Sequence[str], scenarios: Sequence[str], answers: Sequence[str],
@@ -141,9 +148,13 @@ def generate_best_of_n(system: BestOfN, run: int, model_dir: str, vignettes: pd.
 
 
 def cli_main(argv: Sequence[str] | None = None) -> int:
+    """``generate-best-of-n``: one best-of-N system's answers and candidates for each given run (one process)."""
     ap = argparse.ArgumentParser(prog="reappraisal generate-best-of-n", description=__doc__.splitlines()[0])
-    for name in ("system", "run", "model", "vignettes", "out", "candidates", "params"):
+    for name in ("system", "model", "vignettes", "params"):
         ap.add_argument(f"--{name}", required=True)
+    ap.add_argument("--run", nargs="+", required=True)
+    ap.add_argument("--out", nargs="+", required=True, help="one generations file per --run")
+    ap.add_argument("--candidates", nargs="+", required=True, help="one candidates file per --run")
     ap.add_argument("--rm-dirs", nargs="*", default=[])
     ap.add_argument("--bradley-terry", default=None)
     ap.add_argument("--grm-dir", default=None)
@@ -154,13 +165,18 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     if args.system not in systems:
         raise PipelineInputError(f"{args.system!r} is not a best-of-N system of evaluation.best_of_n "
                                  f"({', '.join(systems) or 'none declared'})", where="--system")
+    jobs = runs_and_outputs(args.run, args.out)
+    if len(args.candidates) != len(jobs):
+        raise PipelineInputError(f"{len(jobs)} run(s) but {len(args.candidates)} candidates file(s)",
+                                 where="--candidates")
     vignettes = read_table(args.vignettes)
     scorers = Scorers(params, rm_dirs=args.rm_dirs, bradley_terry_dir=args.bradley_terry, grm_dir=args.grm_dir,
                       targets=read_table(args.targets) if args.targets else None, vignettes=vignettes)
     model_dir = resolve_model_dir(args.model) if Path(args.model).is_dir() else args.model
-    table, candidates, compute = generate_best_of_n(systems[args.system], int(args.run), model_dir, vignettes, params,
-                                                    scorers)
-    write_parquet(candidates, args.candidates)
-    write_parquet(table, args.out)
-    print(json.dumps(compute))
+    for (run, out), candidates_out in zip(jobs, args.candidates):
+        table, candidates, compute = generate_best_of_n(systems[args.system], run, model_dir, vignettes, params,
+                                                        scorers)
+        write_parquet(candidates, candidates_out)
+        write_parquet(table, out)
+        print(json.dumps(compute))
     return 0

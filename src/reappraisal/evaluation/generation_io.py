@@ -18,6 +18,7 @@ from typing import Sequence
 import pandas as pd
 
 from ..atomic import write_parquet
+from ..errors import PipelineInputError
 from ..params import parse_params
 from ..input_tables import read_table
 from ..training import set_cpu_threads
@@ -94,16 +95,31 @@ def generate_answers(system: str, run: int, model_dir: str, vignettes: pd.DataFr
     return answers_table(requests, completions, system=system, run=run, seed=seed, gate=format_gate(params))
 
 
+def runs_and_outputs(runs: Sequence[str], outs: Sequence[str]) -> list[tuple[int, str]]:
+    """(run, output) pairs of a command given ``--run`` and ``--out`` once per run, in the same order."""
+    if len(runs) != len(outs):
+        raise PipelineInputError(f"{len(runs)} run(s) but {len(outs)} output(s): give one --out per --run",
+                                 where="--out")
+    return [(int(r), o) for r, o in zip(runs, outs)]
+
+
 def cli_main(argv: Sequence[str] | None = None) -> int:
+    """``generate-answers``: one system's answers for each given run (one process: the model is loaded and
+    Python started once, each run is still its own sample with its own seed and file)."""
     ap = argparse.ArgumentParser(prog="reappraisal generate-answers", description=__doc__.splitlines()[0])
-    for name in ("system", "run", "model", "vignettes", "out", "params"):
+    for name in ("system", "model", "vignettes", "params"):
         ap.add_argument(f"--{name}", required=True)
+    ap.add_argument("--run", nargs="+", required=True)
+    ap.add_argument("--out", nargs="+", required=True, help="one output per --run, in the same order")
     args = ap.parse_args(argv)
     params = parse_params(args.params)
+    jobs = runs_and_outputs(args.run, args.out)
     model_dir = resolve_model_dir(args.model) if Path(args.model).is_dir() else args.model
-    table = generate_answers(args.system, int(args.run), model_dir, read_table(args.vignettes), params)
-    write_parquet(table, args.out)
-    print(f"generate_answers {args.system} run {args.run}: {len(table)} answers "
-          f"({int(table['empty'].sum())} empty, {int(table['too_long'].sum())} too long, "
-          f"{int(table['truncated'].sum())} truncated) -> {args.out}")
+    vignettes = read_table(args.vignettes)
+    for run, out in jobs:
+        table = generate_answers(args.system, run, model_dir, vignettes, params)
+        write_parquet(table, out)
+        print(f"generate_answers {args.system} run {run}: {len(table)} answers "
+              f"({int(table['empty'].sum())} empty, {int(table['too_long'].sum())} too long, "
+              f"{int(table['truncated'].sum())} truncated) -> {out}")
     return 0
