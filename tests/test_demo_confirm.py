@@ -26,6 +26,13 @@ def _table(repo: Path, name: str) -> pd.DataFrame:
     return pd.read_csv(repo / f"results/summary/tables/{name}.csv")
 
 
+def test_the_bradley_terry_model_recovers_the_planted_quality(demo_run):
+    """Held-out within-scenario pairs (human preference from the demo's planted quality): above chance, with
+    the lower end of the scenario-clustered interval above 0.5."""
+    pairwise = json.loads((demo_run / "results/reward/metrics.json").read_text())["bradley_terry"]["pairwise"]
+    assert pairwise["accuracy"] > 0.6 and pairwise["ci_cluster_t"]["low"] > 0.5
+
+
 def test_the_v1_arm_trains_once_per_seed_on_the_bradley_terry_model(demo_run):
     seeds = {s: demo_run / f"results/policy/bradley_terry-seed{s}" for s in (0, 1)}
     health = {s: json.loads((d / "health.json").read_text()) for s, d in seeds.items()}
@@ -34,6 +41,8 @@ def test_the_v1_arm_trains_once_per_seed_on_the_bradley_terry_model(demo_run):
     assert all(h["reward"] == "bradley_terry" and h["weights"]["w_grm"] == 0.0 for h in health.values())
     weights = {s: file_digests(d / "model" / "model.safetensors")[0] for s, d in seeds.items()}
     assert weights[0] != weights[1]  # different seeds, different checkpoints
+    card = (seeds[1] / "README.md").read_text()
+    assert "Bradley–Terry reward model alone" in card and "policy seed 1" in card
     table = _table(demo_run, "seeds").set_index("seed")
     assert table.loc["pooled", "contests"] == table.loc[["0", "1"], "contests"].sum()
     assert table.loc["pooled", "level"] == "arm" and set(table.loc[["0", "1"], "level"]) == {"seed"}

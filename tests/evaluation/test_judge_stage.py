@@ -36,7 +36,7 @@ def _world(tmp_path, base_url, *, judge_overrides=None, opponents=None, api_key_
                  ).to_parquet(gen / "committee.parquet")
     vignettes.to_parquet(tmp_path / "vignettes.parquet")
     targets.to_parquet(tmp_path / "targets.parquet")
-    params = demo_params(arms=["committee"], head_to_head=[], judges=["fake-judge"], headline_judge="fake-judge",
+    params = demo_params(arms=["committee"], head_to_head=[], best_of_n=[], judges=["fake-judge"], headline_judge="fake-judge",
                          judges_dir=str(judges), reward_path={"enabled": False, "opponents": None},
                          opponents=opponents or {"gpt-4-0314": {"source": "answers", "author_type": "gpt4",
                                                                 "pools": ["train"]}})

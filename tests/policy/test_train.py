@@ -232,7 +232,9 @@ def test_batch_layout_checks():
 def test_arms_from_config_and_external(tmp_path):
     arms = parse_arms(load_config()["policy"])
     assert {n: (a.weights.w_rm, a.weights.w_grm, a.weights.lam) for n, a in arms.items()} == {
-        "committee": (0.5, 0.5, 0.5), "rm_only": (1.0, 0.0, 0.5), "committee_rm_heavy": (0.7, 0.3, 0.5)}
+        "committee": (0.5, 0.5, 0.5), "rm_only": (1.0, 0.0, 0.5), "committee_rm_heavy": (0.7, 0.3, 0.5),
+        "bradley_terry": (1.0, 0.0, 0.5)}  # the v1 recipe: the RM-only committee on the Bradley-Terry model
+    assert arms["bradley_terry"].reward == "bradley_terry" and arms["bradley_terry"].seeds == (0, 1)
     ext = parse_arms({"arms": {"bt_reward": {"external": "/ckpt/bt"}}})["bt_reward"]
     assert not ext.trained
     health = record_external(ext, tmp_path / "bt_reward")
@@ -268,4 +270,4 @@ def test_cli_refuses_missing_inputs_with_one_line(tmp_path, capsys):
     assert main(["train-policy", "--arm", "committee", "--out-dir", str(tmp_path), "--params", params]) == 2
     assert "--model-dir is required" in capsys.readouterr().err
     assert main(["train-policy", "--arm", "nope", "--out-dir", str(tmp_path), "--params", params]) == 2
-    assert "unknown arm 'nope'" in capsys.readouterr().err
+    assert "unknown arm instance 'nope'" in capsys.readouterr().err

@@ -14,8 +14,8 @@ rule warm_start_policy:
         leakage="results/data/leakage.json",
     output:
         model=directory("results/policy/warm_start"),
-    # every arm waits for it: before the reward models' evaluation and the opponents' answers
-    priority: 20
+    # every arm waits for it (and for the reward models): first on the core the GRM leaves free
+    priority: 25
     params:
         cfg=lambda w: section_file("policy"),
         base=lambda w: config["base_models"]["policy_base"],

@@ -11,6 +11,8 @@ rule train_reward_model:
         vignettes="data/interim/vignettes.parquet",
     output:
         model=directory("results/reward/seed{seed}"),
+    # every policy arm waits for the reward models: on the core the GRM leaves free, before anything else
+    priority: 25
     params:
         cfg=lambda w: section_file("data", "reward"),
         base=lambda w: config["base_models"]["reward_base"],
@@ -34,6 +36,7 @@ rule train_bradley_terry:
         vignettes="data/interim/vignettes.parquet",
     output:
         model=directory("results/reward/bradley_terry"),
+    priority: 25
     params:
         cfg=lambda w: section_file("data", "reward"),
         base=lambda w: config["base_models"]["reward_base"],

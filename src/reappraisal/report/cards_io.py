@@ -158,7 +158,9 @@ def policy_card(inp: CardInputs, arm: str) -> str:
               for n, t in inp.tables.items()
               if n not in {"headline", "per_scenario"} and "arm" in t.frame.columns and _rows(t.frame, arm=arm)]
     ctx = _common(inp) | {
-        "arm": arm, "weights": arms.get(arm) or {}, "policy": policy, "health": inp.health[arm],
+        # the weights it was trained with (its health record), else the config's (an arm of one seed is its instance)
+        "arm": arm, "weights": inp.health[arm].get("weights") or arms.get(arm) or {}, "policy": policy,
+        "health": inp.health[arm],
         "base": (inp.cfg.get("base_models") or {}).get("policy_base"), "first": first, "last": last,
         "n_logged": 0 if log is None else len(log), "headline": headline, "headline_caption": (inp.tables.get("headline").caption
                                                                                               if "headline" in inp.tables else None),
