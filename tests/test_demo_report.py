@@ -15,7 +15,11 @@ from reappraisal.import_closure import module_path
 from tests.report.browser import ensure_chromium, render
 from tests.workflow_utils import imported_package_modules
 
-ARMS = ("committee", "rm_only", "committee_rm_heavy")
+ARMS = ("committee", "rm_only", "committee_rm_heavy", "bradley_terry")
+#: The trained policies (folders in results/policy/): an arm of one seed, or each seed of the v1 arm.
+POLICIES = ("committee", "rm_only", "committee_rm_heavy", "bradley_terry-seed0", "bradley_terry-seed1")
+#: Every candidate beside the arms: the v1 arm's two seeds and the best-of-N system.
+CANDIDATES = ("bradley_terry-seed0", "bradley_terry-seed1", "committee-bon4-ensemble")
 
 
 @pytest.fixture(scope="module")
@@ -28,14 +32,14 @@ def test_report_is_built_with_demo_banner_and_every_section(demo_run):
     html = (demo_run / "results/report.html").read_text()
     assert "DEMO PRESET" in html and "no scientific meaning" in html
     ids = set(re.findall(r'id="([^"]+)"', html))
-    for section in ("headline", "per-scenario", "per-run", "head-to-head", "judges", "training", "claims", "reproduce",
-                    "model-cards", "lineage", "fig-training", "health-table"):
+    for section in ("headline", "per-scenario", "per-run", "head-to-head", "selection", "judges", "training", "claims",
+                    "reproduce", "model-cards", "lineage", "fig-training", "health-table"):
         assert section in ids, section
-    for artifact in ("normalize", "split", "leakage", "reward_models", "grm"):
+    for artifact in ("normalize", "split", "leakage", "reward_models", "grm", "preregistration", "confirmation"):
         assert f"artifact-{artifact}" in ids, artifact
     health = html[html.index('id="health-table"') :]
     health = health[: health.index("</table>")]
-    for arm in ARMS:
+    for arm in POLICIES:
         assert f"<td>{arm}</td>" in health
 
 
@@ -46,7 +50,7 @@ def test_headline_is_filled_from_the_demo_contests_once_the_summary_runs(demo_ru
     assert 'id="headline-table"' in html
     head = pd.read_csv(demo_run / "results/summary/tables/headline.csv")
     vs_reference = head[head["opponent"] == "gpt-4-0314"]
-    assert set(vs_reference["arm"]) == set(ARMS)
+    assert set(vs_reference["arm"]) == set(ARMS) | set(CANDIDATES)
     # Filled: every arm has a win rate over scored contests, and the page shows it.
     assert (vs_reference["contests"] > 0).all() and vs_reference["win_rate"].notna().all(), vs_reference.to_dict("records")
     table = html[html.index('id="headline-table"') :]
@@ -81,7 +85,7 @@ def test_the_demo_measures_with_a_calibrated_panel_judge(demo_run):
     assert f"Held-out judge: demo-panel, selected by calibration against human preference (agreement {agreement:.3f}" in caption
     for figure in ('id="fig-forest"', 'id="fig-gold-proxy"', 'id="table-length_bias"', 'id="table-length_bins"'):
         assert figure in html, figure
-    for arm in ARMS:
+    for arm in POLICIES:
         log = pd.read_csv(demo_run / f"results/policy/{arm}/training_log.csv")
         assert log["gold"].notna().all(), arm
     bias = pd.read_csv(demo_run / "results/summary/tables/length_bias.csv")
@@ -116,7 +120,7 @@ def test_model_cards_are_regenerated_from_the_artifacts(demo_run):
     card = (demo_run / "results/grm/README.md").read_text()
     final = grm["models"][grm["headline_model"]]
     assert f"{final['accuracy']['accuracy']:.4f}" in card and grm["statement"] in card
-    for arm in ARMS:
+    for arm in POLICIES:
         health = json.loads((demo_run / f"results/policy/{arm}/health.json").read_text())
         card = (demo_run / f"results/policy/{arm}/README.md").read_text()
         assert f"# Reappraisal policy, arm `{arm}`" in card

@@ -309,7 +309,7 @@ def _paired_rows(contests: pd.DataFrame, pool: str, s: Settings, sources_by_run)
 def head_to_head_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
     rows, sources = [], []
     part = contests[(contests["pool"] == "train") & (contests["judge"] == s.headline_judge)]
-    for arm in _order(part["model"], s.arms):
+    for arm in [a for a in _order(part["model"], s.arms) if a in s.arms]:  # seeds, best-of-N: tables of their own
         for opponent in _order(part.loc[part["model"] == arm, "opponent"]):
             if opponent == s.headline_opponent:
                 continue
@@ -336,8 +336,8 @@ def head_to_head_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> T
                 "scenarios of the difference of the two arms' scenario win rates")
     display = [("kind", ("kind",)), ("arm", ("arm",)), ("versus", ("versus",)), ("opponent", ("opponent",)),
                ("pool", ("pool",)), ("estimate", ("estimate",)), (f"{percent(s.confidence)} CI", ("ci_low", "ci_high")),
-               ("sign-flip p", ("signflip_p",)), ("min attainable p", ("signflip_min_p",)),
-               ("scenarios", ("scenarios",)), ("contests", ("contests",))]
+               ("sign-flip p", ("signflip_p",)), ("scenarios", ("scenarios",)), ("contests", ("contests",))]
+    # (signflip_min_p, the smallest p attainable at this many scenarios, is in the CSV; the caption says it)
     return Table("head_to_head", title, caption, estimand,
                  pd.DataFrame(rows, columns=H2H_COLUMNS), sources, display=display)
 
@@ -447,11 +447,12 @@ def ablation_table(contests: pd.DataFrame, s: Settings, sources_by_run, health: 
 LENGTH_COLUMNS = ("model_words", "opponent_words")
 
 
-def _length_frames(contests: pd.DataFrame):
-    """(judge, arm, opponent, pool, frame) of scored contests that carry both answers' lengths."""
+def _length_frames(contests: pd.DataFrame, arms: Sequence[str]):
+    """(judge, arm, opponent, pool, frame) of the ``arms``' scored contests that carry both answers' lengths."""
     if not set(LENGTH_COLUMNS) <= set(contests.columns):
         return
-    part = contests[~contests["error"].astype(bool)].dropna(subset=list(LENGTH_COLUMNS))
+    part = contests[~contests["error"].astype(bool) & contests["model"].isin(list(arms))]
+    part = part.dropna(subset=list(LENGTH_COLUMNS))
     part = part[part["judge_kind"].astype(str) != "consensus"]
     for key, frame in part.groupby(["judge", "model", "opponent", "pool"], sort=True):
         yield (*key, frame)
@@ -463,7 +464,7 @@ def length_bias_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Ta
     columns = ["judge", "arm", "opponent", "pool", "contests", "decided_unequal", "longer_wins_share",
                "mean_length_diff", "win_rate", "lc_win_rate", "length_coef", "scenarios", "note"]
     rows, sources = [], []
-    for judge, arm, opponent, pool, frame in _length_frames(contests):
+    for judge, arm, opponent, pool, frame in _length_frames(contests, s.arms):
         diff = frame["model_words"].astype(float) - frame["opponent_words"].astype(float)
         share, decided = stats.longer_wins_share(frame["score"], diff)
         row = {"judge": judge, "arm": arm, "opponent": opponent, "pool": pool, "contests": int(len(frame)),
@@ -492,7 +493,7 @@ def length_bins_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Ta
     estimand = "pooled win rate of the contests in the bin (no clustering; descriptive)"
     columns = ["judge", "arm", "opponent", "pool", "bin", "low", "high", "contests", "win_rate"]
     rows, sources = [], []
-    for judge, arm, opponent, pool, frame in _length_frames(contests):
+    for judge, arm, opponent, pool, frame in _length_frames(contests, s.arms):
         diff = frame["model_words"].astype(float) - frame["opponent_words"].astype(float)
         bins = stats.win_rate_by_length_bin(frame["score"], diff)
         for b in bins.to_dict("records"):

@@ -169,8 +169,8 @@ def to_latex(table: Table) -> str:
     text width, scaled down if need be). Otherwise: a ``table`` float when a row fits
     :data:`PORTRAIT_CHARS` characters, else a ``sidewaystable`` in a smaller
     size, both scaled down only if still wider than the line; more than
-    :data:`LONG_ROWS` rows a ``longtable`` (landscape when wide) that breaks
-    across pages.
+    :data:`LONG_ROWS` rows a ``longtable`` (landscape and in a script size when wide: it cannot be scaled)
+    that breaks across pages.
     """
     specs, headings, rows, chars = latex_tabular_parts(table)
     if not specs:
@@ -182,7 +182,8 @@ def to_latex(table: Table) -> str:
     portrait = table.layout == "portrait"
     long = len(rows) > LONG_ROWS and not portrait
     wide = chars > (PORTRAIT_CHARS if long else FLOAT_PORTRAIT_CHARS) and not portrait
-    size = "\\footnotesize\n" if wide else "\\small\n"
+    # a longtable cannot be scaled down: a wide one is set in the smallest size a table is read in
+    size = ("\\scriptsize\n" if long else "\\footnotesize\n") if wide else "\\small\n"
     column_format = "".join(specs) if all(len(s) == 1 for s in specs) else " ".join(specs)
     if long:
         text = (
