@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from reappraisal.errors import ConfigError
@@ -91,4 +90,3 @@ def test_generate_best_of_n_keeps_the_scorer_argmax_of_n_real_samples(tiny_polic
     kept = candidates[candidates["kept"]].sort_values(["vignette_id", "sample"])
     assert kept["answer"].tolist() == table.sort_values(["vignette_id", "sample"])["answer"].tolist()
     assert (table["arm"] == "warm-bon3-ensemble").all() and set(table["pool"]) == {"train", "ood"}
-    assert isinstance(candidates, pd.DataFrame)

@@ -269,12 +269,11 @@ def get_candidate_checkpoints():
 
 
 def get_candidate_checkpoint_inputs(wildcards=None):
-    folders = set()
-    for entry in get_candidate_checkpoints().values():
-        folders.update(_local_model_input(entry["policy"]))
-        folders.update(entry.get("rm") or [])
-        folders.update(f for f in (entry.get("bradley_terry"), entry.get("grm")) if f)
-    return sorted(folders)
+    """The workflow outputs behind every candidate's folders (those the pre-registration hashes)."""
+    from reappraisal.confirm.preregistration_io import checkpoint_folders
+
+    return sorted({p for entry in get_candidate_checkpoints().values() for folder in checkpoint_folders(entry)
+                   for p in _local_model_input(folder)})
 
 
 def get_evaluation_outputs(kind="contests"):

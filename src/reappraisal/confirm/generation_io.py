@@ -58,13 +58,13 @@ def generate_confirmation(document: Mapping, document_sha256: str, checkpoints: 
     entry = checkpoints[system]
     model_dir = resolve_model_dir(entry["policy"]) if Path(entry["policy"]).is_dir() else entry["policy"]
     bon = best_of_n_systems(params).get(system)
+    scorers = Scorers(params, rm_dirs=entry.get("rm") or [], bradley_terry_dir=entry.get("bradley_terry"),
+                      grm_dir=entry.get("grm"), vignettes=vignettes)  # loads a model only when first asked
     frames = []
     for run in document["confirmation_pool"]["runs"]:
         if bon is None:
             table = generate_answers(system, int(run), model_dir, vignettes, params, pools=(CONFIRMATION_POOL,))
         else:
-            scorers = Scorers(params, rm_dirs=entry.get("rm") or [], bradley_terry_dir=entry.get("bradley_terry"),
-                              grm_dir=entry.get("grm"), vignettes=vignettes)
             table, _, _ = generate_best_of_n(bon, int(run), model_dir, vignettes, params, scorers,
                                              pools=(CONFIRMATION_POOL,))
         frames.append(table)

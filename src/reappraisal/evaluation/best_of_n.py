@@ -60,6 +60,12 @@ class BestOfN:
     def uses_bradley_terry(self) -> bool:
         return self.scorer == "bradley_terry"
 
+    def scorer_calls(self, ensemble_size: int) -> int:
+        """Reward-model forward passes (GRM judgments) per kept answer: N candidates times the scorer's calls
+        per candidate (each ensemble seed, the Bradley-Terry model, the GRM's two orders)."""
+        per = ensemble_size * self.uses_ensemble + self.uses_bradley_terry + 2 * self.uses_grm
+        return int(self.n * per)
+
     @property
     def pools(self) -> tuple[str, ...]:
         """The GRM scores against the scenario's human reference, which only the study scenarios have: a system

@@ -44,8 +44,9 @@ def evaluated_arms(config: Mapping[str, Any]) -> list[str]:
 def pooled_systems(config: Mapping[str, Any]) -> dict[str, list[str]]:
     """Pooled name -> its per-seed systems: each arm evaluated with several seeds, and each best-of-N
     system declared on such an arm (the summary adds a pooled row for each)."""
+    evaluated = evaluated_instances(config)
     groups = {arm: names for arm, names in instance_groups(config["policy"]).items()
-              if all(n in evaluated_instances(config) for n in names)}
+              if all(n in evaluated for n in names)}
     return {**groups, **pooled_groups(best_of_n_systems(config), groups)}
 
 

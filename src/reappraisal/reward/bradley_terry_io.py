@@ -56,6 +56,7 @@ from reappraisal.training import (
 )
 
 from .dataset import PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS, Examples, examples_for_split, pairs_for_split
+from .dataset import rated_dimensions
 from .prompts import encode_prompts, format_prompts
 
 log = logging.getLogger("reappraisal.reward.bradley_terry_io")
@@ -322,10 +323,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     params = parse_params(a.params)
-    data = params.get("data") or {}
-    dims, primary = data.get("dimensions"), data.get("primary_dimension")
-    if not dims or not primary:
-        raise ConfigError("data.dimensions and data.primary_dimension are required", where="--params")
+    dims, primary = rated_dimensions(params)
     cfg = BradleyTerryConfig.from_section(params.get("reward"))
     base = a.base_model
     if a.base_manifest:

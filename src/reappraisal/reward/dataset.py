@@ -16,12 +16,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from reappraisal.errors import DataValidationError, PipelineInputError
+from reappraisal.errors import ConfigError, DataValidationError, PipelineInputError
 
 TARGET_COLUMNS = ["reappraisal_id", "vignette_id", "author_type", "text", "split"]
 VIGNETTE_COLUMNS = ["vignette_id", "text"]
@@ -111,3 +111,12 @@ def examples_for_split(
 def pairs_for_split(pairs: pd.DataFrame, split: str) -> pd.DataFrame:
     """Within-scenario pairs of one split (may be empty: a scenario with one reappraisal has none)."""
     return pairs[pairs["split"] == split].reset_index(drop=True)
+
+
+def rated_dimensions(params: Mapping[str, Any]) -> tuple[list[str], str]:
+    """(``data.dimensions``, ``data.primary_dimension``) of a reward command's ``--params``; both required."""
+    data = params.get("data") or {}
+    dims, primary = data.get("dimensions"), data.get("primary_dimension")
+    if not dims or not primary:
+        raise ConfigError("data.dimensions and data.primary_dimension are required", where="--params")
+    return list(dims), str(primary)

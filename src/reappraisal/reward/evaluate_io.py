@@ -36,11 +36,12 @@ import numpy as np
 from reappraisal.atomic import write_json
 from reappraisal.config import with_defaults
 from reappraisal.params import parse_params
-from reappraisal.errors import ConfigError, PipelineInputError
+from reappraisal.errors import PipelineInputError
 from reappraisal.input_tables import read_table
 from reappraisal.training import set_cpu_threads
 
 from .dataset import PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS, examples_for_split, pairs_for_split
+from .dataset import rated_dimensions
 from .metrics import accuracy_on_pairs, best_of_n, paired_best_of_n_difference, seed_disagreement, spearman_with_humans
 from .penalty import describe_penalty, ensemble_score
 
@@ -212,9 +213,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     params = parse_params(a.params)
-    data = params.get("data") or {}
-    if not data.get("dimensions") or not data.get("primary_dimension"):
-        raise ConfigError("data.dimensions and data.primary_dimension are required", where="--params")
+    dims, primary = rated_dimensions(params)
     rm = with_defaults("reward", params.get("reward"))  # the schema's defaults, validated
     ens, ev = rm["ensemble"], rm["evaluation"]
     set_cpu_threads(rm["cpu_threads"])
@@ -223,8 +222,8 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         targets=read_table(a.targets, TARGET_COLUMNS),
         vignettes=read_table(a.vignettes, VIGNETTE_COLUMNS),
         pairs=read_table(a.pairs, PAIR_COLUMNS),
-        dimensions=data["dimensions"],
-        primary_dimension=data["primary_dimension"],
+        dimensions=dims,
+        primary_dimension=primary,
         penalty=ens["penalty"],
         lam=float(ens["lam"]),
         batch_size=int(ens["batch_size"]),

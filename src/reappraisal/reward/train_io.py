@@ -50,6 +50,7 @@ from reappraisal.training import (
 )
 
 from .dataset import PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS, Examples, examples_for_split, pairs_for_split
+from .dataset import rated_dimensions
 from .prompts import encode_prompts, format_prompts, resolve_pad_token_id
 
 log = logging.getLogger("reappraisal.reward.train_io")
@@ -335,10 +336,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     seeds = section.get("seeds")
     if seeds is not None and a.seed not in seeds:
         raise ConfigError(f"seed {a.seed} is not among reward.seeds {seeds}", where="--seed")
-    dims = (params.get("data") or {}).get("dimensions")
-    primary = (params.get("data") or {}).get("primary_dimension")
-    if not dims or not primary:
-        raise ConfigError("data.dimensions and data.primary_dimension are required", where="--params")
+    dims, primary = rated_dimensions(params)
     base = a.base_model
     if a.base_manifest:
         entry = read_manifest(a.base_manifest)["roles"].get("reward") or {}

@@ -227,10 +227,3 @@ def confirmation_table(s: Settings, result: Mapping | None, preregistration: Map
                ("sign-flip p vs bar", ("signflip_p_bar",)), ("verdict", ("verdict",))]
     return Table("confirmation", title, caption, estimand, pd.DataFrame([row], columns=CONFIRMATION_COLUMNS),
                  [tuple(sources)], display=display)
-
-
-def scorer_calls(scorer: str, n: int, ensemble_size: int) -> int:
-    """Reward-model forward passes (or GRM judgments) per kept answer: N candidates times the scorer's calls."""
-    per = {"ensemble": ensemble_size, "bradley_terry": 1, "grm": 2, "committee": ensemble_size + 2}[scorer]
-    return int(n * per)
-

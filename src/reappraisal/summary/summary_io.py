@@ -196,7 +196,7 @@ def best_of_n_specs(config: Mapping, pooled: Mapping[str, Sequence[str]], ensemb
     for name, b in best_of_n_systems(config).items():
         out[name] = {"single_pass": b.instance, "arm": b.arm, "scorer": b.scorer, "n": b.n, "members": [name],
                      "level": "seed" if any(name in m for m in pooled.values()) else "arm",
-                     "scorer_calls": st.scorer_calls(b.scorer, b.n, ensemble_size)}
+                     "scorer_calls": b.scorer_calls(ensemble_size)}
     for name, members in pooled.items():
         first = out.get(members[0])
         if first is not None:
