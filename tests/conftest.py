@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import reappraisal  # noqa: F401  (before any test computes: pins torch's CPU numerics)
 from tests.workflow_utils import IMPORT_PROBE_ENV, PYTHON, env_with_venv, make_clean_copy, run_snakemake
 
 

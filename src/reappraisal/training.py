@@ -124,6 +124,9 @@ def set_cpu_threads(n: int | None, *, use_cpu: bool | None = None) -> None:
     2-core machine two jobs each using torch's default (every core) compete
     for the cores, which slows tiny models far more than one thread each.
     """
+    from .numerics import check_pinned
+
+    check_pinned()
     if not n:
         return
     import torch
