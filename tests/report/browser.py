@@ -53,7 +53,7 @@ def render(html: Path, screenshot: Path, chromium: str, selectors: tuple[str, ..
             for sel in selectors:
                 loc = page.locator(sel)
                 out.boxes[sel] = loc.first.bounding_box() if loc.count() and loc.first.is_visible() else None
-            out.headline_rows = page.locator("#headline-table tbody tr:visible").count()
+            out.headline_rows = page.locator("#headline-table tbody tr:not(.flag-row):visible").count()
             out.figures = page.evaluate(
                 """() => [...document.querySelectorAll('figure.plot')].map(f => {
                     const s = f.querySelector('svg'); const r = s ? s.getBoundingClientRect() : null;

@@ -29,3 +29,32 @@ def test_report_opens_in_headless_chromium_with_headline_and_plots_visible(chrom
         assert fig["width"] > 250 and fig["height"] > 150 and fig["shapes"] > 20, fig
     assert shot.stat().st_size > 50_000  # kept under pytest's tmp path (the last runs are kept)
     print(f"screenshot: {shot}")
+
+
+def test_a_run_effect_flag_on_every_headline_row_wraps_inside_the_page(chromium, tmp_path):
+    """Which rows a machine's numbers flag is not fixed: the layout must hold when every row is flagged,
+    with the longest flag the summary writes (ten runs, none untestable)."""
+    import json
+
+    import pandas as pd
+
+    from reappraisal.cli import main as cli
+    from reappraisal.summary.evaluation_tables import run_effect_flag
+    from tests.report.summary_fixture import BAR
+
+    inputs, html = build_fixture_report(tmp_path)
+    flag = run_effect_flag({"run_effect": {"p_value": 0.0123456, "n_runs": 10},
+                            "per_run": [{"run": r, "mean_of_scenarios": 0.123456} for r in range(1, 11)]}, 0.95)
+    headline = tmp_path / "results/summary/tables/headline.csv"
+    frame = pd.read_csv(headline)
+    frame.assign(run_effect_flag=flag).to_csv(headline, index=False)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)
+        assert cli(["report", "--out", "results/report.html", "--inputs", json.dumps(inputs),
+                    "--params", json.dumps({"preset": "demo", "summary": {"bar": BAR}})]) == 0
+    from html import escape
+
+    assert html.read_text().count(escape(flag, quote=False)) == len(frame)  # every row carries it
+    seen = render(html, tmp_path / "flagged.png", chromium, selectors=("#headline-table",))
+    assert seen.headline_rows == len(frame)  # flag rows are not counted as rows of numbers
+    assert seen.overflowing_tables == []
