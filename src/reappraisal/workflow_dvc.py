@@ -7,9 +7,15 @@ comes from Snakemake's own DAG (a forced dry run): inputs, outputs, the
 command, and the code. A stage's code deps are the static import closure
 (:mod:`reappraisal.import_closure`) of the package modules its jobs' shell
 commands run (``python -m reappraisal <command>`` is ``__main__`` plus the
-module ``cli.COMMANDS`` maps the command to), plus the modules its rule files
-import at top level, so editing any module a stage can execute makes
-``dvc status`` report it. The two cannot drift silently:
+module ``cli.COMMANDS`` maps the command to), so editing any module a stage's
+jobs can execute makes ``dvc status`` report it, and editing any other module
+does not. What the rule files import at workflow load (``common.smk``: arm
+instances, systems, judge names, the config's resolution) shapes the DAG, not
+a job's computation: it reaches a stage through the DAG's wildcards, inputs,
+outputs and commands, which are in ``dvc.yaml`` (a changed DAG is a changed
+``dvc.yaml``, which the check below demands be regenerated), and through the
+config sections the stage tracks as params. So those imports are not code
+deps; the ``.smk`` files themselves are. The two cannot drift silently:
 ``python -m reappraisal.workflow_dvc check`` fails when the committed
 ``dvc.yaml`` differs from what the workflow implies, or when a rule has no
 stage. Each stage's command runs Snakemake for exactly its rules' outputs.
@@ -94,18 +100,8 @@ def entry_modules(shell: str, commands: dict[str, str]) -> set[str]:
     return entries
 
 
-def smk_imports(text: str) -> set[str]:
-    """Package modules a rule file imports at top level (these shape its jobs: wildcards, params)."""
-    found = set()
-    for line in text.splitlines():
-        m = re.match(rf"^(?:from\s+({PACKAGE}[\w.]*)\s+import\b|import\s+({PACKAGE}[\w.]*))", line)
-        if m:
-            found.add(m.group(1) or m.group(2))
-    return found
-
-
-def code_deps(repo: Path, rules: list[str], jobs: dict[str, dict[str, set[str]]], rule_files: set[str]) -> set[str]:
-    """Package files a stage can execute: the import closure of its jobs' entry modules and its rule files' imports."""
+def code_deps(repo: Path, rules: list[str], jobs: dict[str, dict[str, set[str]]]) -> set[str]:
+    """Package files a stage's jobs can execute: the import closure of their commands' entry modules."""
     commands = cli_commands(repo)
     entries: set[str] = set()
     for rule in rules:
@@ -113,8 +109,6 @@ def code_deps(repo: Path, rules: list[str], jobs: dict[str, dict[str, set[str]]]
         if not found:
             raise ValueError(f"rule {rule!r}: no `python -m {PACKAGE} ...` in its shell command, so its code is unknown")
         entries |= found
-    for smk in rule_files:
-        entries |= smk_imports((repo / smk).read_text())
     src = repo / "src"
     return {str(p.relative_to(repo)) for p in closure_files(src, entries)}
 
@@ -179,7 +173,7 @@ def build_dvc_yaml(repo: Path = REPO_ROOT) -> dict[str, Any]:
         ins = {i for i in ins if not any(i.startswith(o.rstrip("/") + "/") for o in outs)}
         targets = " ".join(sorted(outs))
         rule_files = _rule_files(repo, spec["rules"])
-        code = code_deps(repo, spec["rules"], jobs, rule_files) | set(hand_files(spec)) | set(every_stage)
+        code = code_deps(repo, spec["rules"], jobs) | set(hand_files(spec)) | set(every_stage)
         stages[name] = {
             "cmd": f"snakemake --cores all --allowed-rules {' '.join(spec['rules'])} -- {targets}",
             "deps": sorted(code | rule_files) + _collapse_bundled(ins, repo),

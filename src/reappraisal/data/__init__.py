@@ -1,0 +1,1 @@
+"""The data stage: fetch, ingest by a declared mapping, normalize ratings, split, and check leakage."""

@@ -26,7 +26,7 @@ from ..errors import PipelineInputError
 from ..file_hashes import sha256_file
 from ..markdown_templates import markdown_environment, write_markdown
 from ..params import parse_params
-from .report_io import DEMO_BANNER, fmt, fmt_interval, git_commit
+from .formatting import DEMO_BANNER, fmt, fmt_interval, git_commit
 from .inputs import Artifact, parse_manifest, read_claims, read_csv, read_json, read_tables_index
 
 

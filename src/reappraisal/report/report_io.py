@@ -15,9 +15,6 @@ in ``report_texts.yaml`` beside this module; its layout in
 from __future__ import annotations
 
 import argparse
-import math
-import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -32,48 +29,17 @@ from ..evaluation.calibration_file import read_judge_calibration
 from ..params import parse_params
 from ..summary.texts import fill, load_texts, percent
 from . import charts
+from .formatting import DEMO_BANNER, TEXTS_PATH, fmt, fmt_interval, fmt_rate, git_commit, slug
 from ..file_hashes import sha256_file
 from ..provenance.claim_trace import claim_trace
 from .inputs import (Artifact, SummaryTable, parse_manifest, read_claims, read_csv, read_json, read_tables_index,
                      read_yaml)
 
 #: The page's words (``report_texts.yaml``): banner, sections, artifact titles, headers, figure captions.
-TEXTS = load_texts(Path(__file__).with_name("report_texts.yaml"))
-DEMO_BANNER: str = TEXTS["banner"]
+TEXTS = load_texts(TEXTS_PATH)
 
 
-def slug(text: Any) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]+", "-", str(text)).strip("-") or "x"
 
-
-def fmt(value: Any, digits: int = 4) -> str:
-    """A cell as the artifact wrote it: floats to ``digits`` places, NaN as an em dash."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "—"
-        if value != 0 and abs(value) < 10 ** -(digits - 1):
-            return f"{value:.{max(1, digits - 1)}g}"  # 5e-05, not 0.0001
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def fmt_rate(value: Any, digits: int = 3) -> str:
-    """A rate on the scale of its interval: fixed ``digits`` places (0.007, not 0.0069 beside [0.002, 0.007])."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    return f"{float(value):.{digits}f}"
-
-
-def fmt_interval(lo: Any, hi: Any, digits: int = 3) -> str:
-    if lo is None or hi is None or (isinstance(lo, float) and math.isnan(lo)) or (isinstance(hi, float) and math.isnan(hi)):
-        return "—"
-    return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
 @dataclass
@@ -176,17 +142,6 @@ def _focus_judge(frames: Mapping[str, SummaryTable]) -> str | None:
     if "headline" not in frames or frames["headline"].frame.empty or "judge" not in frames["headline"].frame.columns:
         return None
     return str(frames["headline"].frame["judge"].iloc[0])
-
-
-def git_commit(cwd: Path | None = None) -> tuple[str | None, bool]:
-    """(HEAD commit, whether tracked files differ from it) of the checkout, or (None, False) outside git."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True,
-                               text=True, check=True).stdout.strip()
-        return head, bool(dirty)
-    except (OSError, subprocess.CalledProcessError):
-        return None, False
 
 
 def _environment() -> jinja2.Environment:
