@@ -215,6 +215,8 @@ def _leaves(node: dict, path: list[str]):
     for key, value in node.items():
         if isinstance(value, dict) and value and path[-1:] != ["arms"]:
             yield from _leaves(value, path + [key])
+        elif value == {} and len(path) in (0, 2):
+            continue  # an empty section, written so that DVC tracks what is added to it (not a setting)
         else:
             yield path + [key]
 

@@ -168,3 +168,40 @@ def test_snakemake_killed_mid_training_then_run_again_gives_the_same_model(demo_
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for name in ("model.safetensors", "config.json", "tokenizer.json"):  # the records differ in wall-clock seconds
         assert sha256(seed / name) == sha256(demo_run / "results/reward/seed0" / name), name
+
+
+@pytest.mark.parametrize("module, expected", [
+    ("evaluation/panel.py", {"calibrate_judge", "judge", "confirm"}),
+    ("report/charts.py", {"report"}),
+    ("policy/committee.py", None),  # the policy trainings and the stages after them (read from dvc.yaml below)
+])
+def test_a_comment_in_one_module_marks_only_the_stages_whose_jobs_import_it(demo_copy, module, expected):
+    path = demo_copy / "src/reappraisal" / module
+    path.write_text(path.read_text() + "# a comment\n")
+    status = dvc(demo_copy, "status", "--json")
+    assert status.returncode == 0, status.stderr
+    marked = set(json.loads(status.stdout or "{}"))
+    stages = yaml.safe_load((demo_copy / "dvc.yaml").read_text())["stages"]
+    listing = {name for name, s in stages.items() if f"src/reappraisal/{module}" in s["deps"]}
+    assert marked == listing  # DVC's judgement is the import closure's
+    if expected is not None:
+        assert marked == expected
+    else:
+        assert {"train_policy", "warm_start_policy"} <= marked
+        assert not marked & {"fetch_data", "ingest", "train_reward_model", "train_bradley_terry", "train_grm"}
+    assert "is empty" not in status.stderr  # no warning line for an empty dependency
+
+
+def test_a_setting_added_to_a_section_marks_its_readers_and_another_preset_marks_nothing(demo_copy):
+    config = demo_copy / "config.yaml"
+    text = config.read_text()
+    assert "\nsummary: {}\n" in text
+    config.write_text(text.replace("\nsummary: {}\n", "\nsummary: {confidence: 0.9}\n"))
+    marked = set(json.loads(dvc(demo_copy, "status", "--json").stdout or "{}"))
+    readers = {name for name, spec in yaml.safe_load((demo_copy / "workflow/dvc_stages.yaml").read_text())["stages"].items()
+               if "summary" in spec.get("params", [])}
+    assert "summarize" in marked and marked == readers
+    config.write_text(text.replace("base-policy: {source: model, model: Qwen/Qwen3-4B-Thinking-2507}",
+                                   "base-policy: {source: model, model: Qwen/Qwen3-8B}"))
+    assert config.read_text() != text  # the paper preset's opponent changed
+    assert json.loads(dvc(demo_copy, "status", "--json").stdout or "{}") == {}

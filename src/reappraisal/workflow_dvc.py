@@ -118,16 +118,27 @@ def all_rules(repo: Path = REPO_ROOT) -> set[str]:
     return {line.strip() for line in proc.stdout.splitlines() if line.strip()} - {"all"}
 
 
-def _config_params(repo: Path, sections: list[str]) -> list[str]:
-    raw = yaml.safe_load((repo / "config.yaml").read_text())
+#: The preset's sections are named through DVC's interpolation of ``config.yaml``'s ``preset``
+#: (``vars:`` in dvc.yaml), so a change under another preset marks nothing.
+ACTIVE_PRESET = "presets.${preset}"
+
+
+def _config_params(sections: list[str]) -> list[str]:
+    """A stage's DVC params: ``preset``, ``seed``, and each section it reads, at the top level and under the
+    active preset (what ``resolve_preset`` merges). Every one must exist in config.yaml (:func:`missing_sections`):
+    DVC tracks a mapping's keys, so a setting added to a section is seen; a section absent from the file is not."""
     keys = ["preset", "seed"]
     for section in sections:
-        if section in raw:
-            keys.append(section)
-        for preset, body in sorted((raw.get("presets") or {}).items()):
-            if isinstance(body, dict) and section in body:
-                keys.append(f"presets.{preset}.{section}")
+        keys += [section, f"{ACTIVE_PRESET}.{section}"]
     return keys
+
+
+def missing_sections(repo: Path, sections: set[str]) -> list[str]:
+    """Sections a stage reads that config.yaml lacks at the top level or under a preset (``where: section``)."""
+    raw = yaml.safe_load((repo / "config.yaml").read_text()) or {}
+    places = {"config.yaml": raw, **{f"presets.{p}": b for p, b in sorted((raw.get("presets") or {}).items())}}
+    return [f"{where}: {section}" for where, body in places.items() for section in sorted(sections)
+            if not isinstance(body, dict) or not isinstance(body.get(section), dict)]
 
 
 def _rule_files(repo: Path, rules: list[str]) -> set[str]:
@@ -177,10 +188,10 @@ def build_dvc_yaml(repo: Path = REPO_ROOT) -> dict[str, Any]:
         stages[name] = {
             "cmd": f"snakemake --cores all --allowed-rules {' '.join(spec['rules'])} -- {targets}",
             "deps": sorted(code | rule_files) + _collapse_bundled(ins, repo),
-            "params": [{"config.yaml": _config_params(repo, spec.get("params", []))}],
+            "params": [{"config.yaml": _config_params(spec.get("params", []))}],
             "outs": sorted(outs),
         }
-    return {"stages": stages}
+    return {"vars": ["config.yaml:preset"], "stages": stages}
 
 
 def render(doc: dict[str, Any]) -> str:
@@ -208,6 +219,10 @@ def check(repo: Path = REPO_ROOT) -> list[str]:
                     f"stage {name}: {path} is a package module; list only non-Python files "
                     "(modules are derived from the import closure of the stage's command)"
                 )
+    read = {section for spec in mapping.values() for section in spec.get("params", [])}
+    for where in missing_sections(repo, read):
+        problems.append(f"config.yaml has no section {where} (add it, `{{}}` when empty): DVC would not see a "
+                        "setting added there")
     expected = render(build_dvc_yaml(repo))
     actual = (repo / DVC_YAML).read_text() if (repo / DVC_YAML).exists() else ""
     if expected != actual:
