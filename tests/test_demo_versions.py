@@ -205,3 +205,21 @@ def test_a_setting_added_to_a_section_marks_its_readers_and_another_preset_marks
                                    "base-policy: {source: model, model: Qwen/Qwen3-8B}"))
     assert config.read_text() != text  # the paper preset's opponent changed
     assert json.loads(dvc(demo_copy, "status", "--json").stdout or "{}") == {}
+
+
+def test_dvc_metrics_show_the_headline_and_the_verdicts_and_plots_draw_the_training_curves(demo_run, tmp_path):
+    shown = dvc(demo_run, "metrics", "show", "--json")
+    assert shown.returncode == 0, shown.stderr
+    metrics = json.loads(shown.stdout)[""]["data"]["results/summary/metrics.json"]["data"]
+    head = pd.read_csv(demo_run / "results/summary/tables/headline.csv").drop_duplicates(["arm", "opponent"])
+    assert len(metrics["headline"]) == len(head)
+    for r in head.to_dict("records"):
+        row = metrics["headline"][f"{r['arm']} vs {r['opponent']}".replace(".", "_")]
+        assert row["win_rate"] == pytest.approx(r["win_rate"], abs=1e-6)
+        assert row["ci_low"] == pytest.approx(r["headline_low"], abs=1e-6)
+    ledger = json.loads((demo_run / "results/summary/claims.json").read_text())["claims"]
+    assert metrics["claims"] == {c["id"].replace(".", "_"): c["verdict"] for c in ledger}
+    plots = dvc(demo_run, "plots", "show", "--json", "--split")
+    assert plots.returncode == 0, plots.stderr
+    drawn = json.loads(plots.stdout)
+    assert {"gold_per_step", "proxy_reward_per_step", "kl_per_step"} <= set(drawn)

@@ -185,13 +185,32 @@ def build_dvc_yaml(repo: Path = REPO_ROOT) -> dict[str, Any]:
         targets = " ".join(sorted(outs))
         rule_files = _rule_files(repo, spec["rules"])
         code = code_deps(repo, spec["rules"], jobs) | set(hand_files(spec)) | set(every_stage)
+        metrics = list(spec.get("metrics", []))
+        unknown = sorted(set(metrics) - outs)
+        if unknown:
+            raise ValueError(f"stage {name!r}: metrics {unknown} are not outputs of its rules")
         stages[name] = {
             "cmd": f"snakemake --cores all --allowed-rules {' '.join(spec['rules'])} -- {targets}",
             "deps": sorted(code | rule_files) + _collapse_bundled(ins, repo),
             "params": [{"config.yaml": _config_params(spec.get("params", []))}],
-            "outs": sorted(outs),
+            "outs": sorted(outs - set(metrics)),
+            **({"metrics": sorted(metrics)} if metrics else {}),
         }
-    return {"vars": ["config.yaml:preset"], "stages": stages}
+    every_output = set().union(*(job["outputs"] for job in jobs.values()))
+    return {"vars": ["config.yaml:preset"], "stages": stages, "plots": plots(doc.get("plots", {}), every_output)}
+
+
+def plots(specs: dict[str, Any], outputs: set[str]) -> list[dict[str, Any]]:
+    """DVC's top-level ``plots:``: per entry, a line plot of ``y`` against ``x`` for each output matching ``outputs``."""
+    from fnmatch import fnmatchcase
+
+    out = []
+    for name, spec in specs.items():
+        files = sorted(p for p in outputs if fnmatchcase(p, spec["outputs"]))
+        if not files:
+            raise ValueError(f"plots: {name!r}: no output of the workflow matches {spec['outputs']!r}")
+        out.append({name: {"template": "linear", "x": spec["x"], "y": {f: spec["y"] for f in files}}})
+    return out
 
 
 def render(doc: dict[str, Any]) -> str:

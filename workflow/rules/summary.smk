@@ -12,6 +12,7 @@ rule summarize:
         claims="results/summary/claims.json",
         numbers="results/summary/numbers.tex",
         numbers_json="results/summary/numbers.json",
+        metrics="results/summary/metrics.json",
         provenance="results/summary/provenance.json",
     params:
         cfg=lambda w: section_file("summary", "evaluation", "policy", "reward", "confirm"),

@@ -51,6 +51,7 @@ from . import selection_tables as st
 from .claims import evaluate_claims, validate_ledger
 from .reply_verdicts import check_replies
 from .lineage import lineage_entries
+from .dvc_metrics import dvc_metrics
 from .paper_numbers import claim_numbers, numbers_tex
 from .paper_tables import CARD_TABLES, card_tables
 from .render import to_csv, to_latex, to_markdown
@@ -378,8 +379,8 @@ def _fetched_files(stages: Mapping[str, Mapping], root: Path) -> list[dict]:
 def write_outputs(tables: Mapping[str, Table], ledger: dict, out_tables: Path, out_claims: Path, root: Path,
                   out_numbers: Path | None = None, provenance: Mapping | None = None,
                   out_provenance: Path | None = None) -> None:
-    """The tables (CSV, Markdown, LaTeX and index.json), claims.json, numbers.tex with its JSON twin
-    and provenance.json (defaults: beside claims.json)."""
+    """The tables (CSV, Markdown, LaTeX and index.json), claims.json, numbers.tex with its JSON twin,
+    metrics.json (the headline and the verdicts, for DVC) and provenance.json (defaults: beside claims.json)."""
     rendered = {name: {"csv": to_csv(t), "md": to_markdown(t), "tex": to_latex(t)} for name, t in tables.items()}
     out_numbers = Path(out_numbers) if out_numbers else Path(out_claims).with_name("numbers.tex")
     numbers = claim_numbers(ledger["claims"], tables)
@@ -401,6 +402,8 @@ def write_outputs(tables: Mapping[str, Table], ledger: dict, out_tables: Path, o
     with atomic_path(out_numbers) as tmp:
         Path(tmp).write_text(numbers_tex(numbers), encoding="utf-8")
     write_json(json_ready(numbers), out_numbers.with_suffix(".json"))
+    headline = tables["headline"].frame if "headline" in tables else None
+    write_json(dvc_metrics(headline, ledger["claims"]), Path(out_claims).with_name("metrics.json"))
     if provenance is not None:
         write_json(provenance, Path(out_provenance) if out_provenance else Path(out_claims).with_name("provenance.json"))
 
