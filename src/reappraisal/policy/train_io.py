@@ -167,6 +167,8 @@ def train_policy(
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
+    from .epoch_sampler import epoch_ordered
+
     from reappraisal.atomic import atomic_path, write_json
 
     if isinstance(arm, ArmSpec):
@@ -208,7 +210,7 @@ def train_policy(
         reward_funcs: list[Any] = [reward]
         if gold_scorer:
             reward_funcs.append(GoldQualityLog(tokenizer=tokenizer))  # weight 0 (grpo_settings): logged, never optimized
-        trainer = GRPOTrainer(
+        trainer = epoch_ordered(GRPOTrainer)(
             model=str(model_dir), reward_funcs=reward_funcs, args=args,
             train_dataset=Dataset.from_list(rows), processing_class=tokenizer, callbacks=list(callbacks),
         )
