@@ -148,3 +148,54 @@ def test_the_lock_file_is_a_hidden_sibling_of_the_work_folder(tmp_path):
     assert lock_holder(tmp_path / ".grm.work") is None
     open_work_dir(tmp_path / ".grm.work", SPEC)  # a WorkDir nobody keeps holds nothing
     assert lock_holder(tmp_path / ".grm.work") is None and not work_lock_path(tmp_path / ".grm.work").exists()
+
+
+#: Holds the folder (argv[1]) with the spec in argv[3] until argv[2] appears, then finishes as a trainer does:
+#: outputs in place (argv[4]), work folder removed, lock released.
+FINISHER = """
+import json, shutil, sys, time
+from pathlib import Path
+from reappraisal.training import open_work_dir
+with open_work_dir(sys.argv[1], json.loads(sys.argv[3])) as work:
+    print("held", flush=True)
+    while not Path(sys.argv[2]).exists():
+        time.sleep(0.05)
+    Path(sys.argv[4]).write_text("the orphan's model")
+    shutil.rmtree(work.path)
+"""
+
+#: A rerun through the command line's handling: exit 0 and say so when the run was finished elsewhere.
+TAKER = f"""
+import json, sys
+from pathlib import Path
+from reappraisal.errors import FinishedElsewhere
+from reappraisal.training import open_work_dir
+try:
+    with open_work_dir(sys.argv[1], {SPEC!r}) as work:
+        Path(sys.argv[2]).write_text(json.dumps({{"trained": True, "resume": None}}))
+except FinishedElsewhere as exc:
+    Path(sys.argv[2]).write_text(json.dumps({{"trained": False, "why": str(exc)}}))
+"""
+
+
+@pytest.mark.parametrize("orphan_spec, takes", [(SPEC, True), ({**SPEC, "lr": 2e-3}, False)])
+def test_a_rerun_that_waited_for_an_orphan_that_finished_takes_its_output(tmp_path, orphan_spec, takes):
+    work, go, found, model = tmp_path / ".seed0.work", tmp_path / "go", tmp_path / "found.json", tmp_path / "seed0"
+    orphan = subprocess.Popen([sys.executable, "-c", FINISHER, str(work), str(go), json.dumps(orphan_spec), str(model)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert orphan.stdout.readline().strip() == "held"
+        rerun = subprocess.Popen([sys.executable, "-c", TAKER, str(work), str(found)], stderr=subprocess.PIPE,
+                                 text=True)
+        assert "is in use by" in rerun.stderr.readline()  # the rerun found the orphan and waits for it
+        assert rerun.poll() is None and not found.exists()
+        go.touch()
+        assert orphan.wait(60) == 0 and rerun.wait(60) == 0
+    finally:
+        _kill(orphan)
+    result = json.loads(found.read_text())
+    assert result["trained"] is not takes  # the same run finished: nothing to train; another run's: train
+    assert model.read_text() == "the orphan's model"
+    if takes:
+        assert "finished the same run" in result["why"] and not work.exists()
+    assert not work_lock_path(work).exists()

@@ -4,7 +4,9 @@
 lives in the module that owns the concept and is imported lazily, so a data
 stage never imports torch. Bad input (:class:`PipelineInputError`) is printed
 as one line ``error: <where>: <what>`` and the exit status is 2; anything else
-is a bug and keeps its traceback.
+is a bug and keeps its traceback. A trainer that waited for an orphaned one
+which then finished the same run (:class:`reappraisal.errors.FinishedElsewhere`)
+exits 0: the outputs are in place.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import importlib
 import sys
 from typing import Any, Callable, Sequence
 
-from .errors import PipelineInputError
+from .errors import FinishedElsewhere, PipelineInputError
 
 #: command name -> "module:function"; the function takes the remaining argv.
 COMMANDS: dict[str, str] = {
@@ -68,6 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PipelineInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except FinishedElsewhere as exc:  # an orphaned trainer this run waited for made the outputs
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 0
     return int(result or 0)
 
 

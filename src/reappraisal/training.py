@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .atomic import write_json
-from .errors import ConfigError, PipelineInputError
+from .errors import ConfigError, FinishedElsewhere, PipelineInputError
 
 log = logging.getLogger("reappraisal.training")
 
@@ -275,18 +275,33 @@ class WorkLock:
 
     def __init__(self, work_dir: Path, path: Path, fd: int):
         self.work_dir, self.path, self._fd, self._pid = work_dir, path, fd, os.getpid()
+        #: The run spec's digest (:func:`open_work_dir` sets it): written as the done marker on a finished release.
+        self.spec_digest: str | None = None
+        #: The done marker of a holder this lock waited for, when it finished its run (:func:`lock_work_dir`).
+        self.finished_by: dict | None = None
 
     @property
     def held(self) -> bool:
         return self._fd is not None
 
     def release(self) -> None:
-        """Remove the lock file and drop the lock (once; a forked child never drops its parent's lock)."""
+        """Remove the lock file and drop the lock (once; a forked child never drops its parent's lock).
+
+        When the work folder is gone (a trainer removes it only once its outputs are in place), the lock
+        file first gets the done marker, ``{"done": <spec digest>, ...}``: a rerun waiting on this file
+        (one that found an orphaned trainer holding it) reads it and takes the finished outputs
+        (:class:`FinishedElsewhere`) instead of training again.
+        """
         fd, self._fd = self._fd, None
         if fd is None or os.getpid() != self._pid:
             return
         _HELD.pop(str(self.path), None)
         try:
+            if self.spec_digest is not None and not self.work_dir.exists():
+                marker = {"pid": os.getpid(), "host": socket.gethostname(), "done": self.spec_digest,
+                          "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, (json.dumps(marker) + "\n").encode(), 0)
             # unlinked before unlocking: a waiter that then gets the lock on this (now nameless) file sees that it
             # is no longer the file at the path and locks the path anew (lock_work_dir)
             self.path.unlink(missing_ok=True)
@@ -321,6 +336,7 @@ def lock_work_dir(work_dir: str | Path, *, wait: bool | float = True, poll: floa
         raise RuntimeError(f"this process already holds the lock of {work_dir}: release it (WorkDir.release) first")
     deadline = None if wait is True else time.monotonic() + (0.0 if wait is False else max(0.0, float(wait)))
     announced = False
+    finished_by = None
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -352,6 +368,7 @@ def lock_work_dir(work_dir: str | Path, *, wait: bool | float = True, poll: floa
             except FileNotFoundError:
                 same = False
             if not same:  # the holder removed the file as it released it: lock the one at the path now
+                finished_by = _done_marker(fd) or finished_by
                 os.close(fd)
                 fd = None
                 continue
@@ -362,12 +379,28 @@ def lock_work_dir(work_dir: str | Path, *, wait: bool | float = True, poll: floa
             if announced:
                 log.info("work folder %s is free now: going on", work_dir)
             lock = WorkLock(work_dir, path, fd)
+            lock.finished_by = finished_by
             fd = None
             _HELD[str(path)] = lock
             return lock
         finally:
             if fd is not None:
                 os.close(fd)
+
+
+def _done_marker(fd: int) -> dict | None:
+    """The done marker a finished holder wrote into the lock file open at ``fd`` (None when it wrote none)."""
+    try:
+        info = json.loads(os.pread(fd, 65536, 0).decode() or "{}")
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) and info.get("done") else None
+
+
+def spec_digest(spec: Mapping[str, Any]) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
 
 
 # ----------------------------------------------------------------- work dirs
@@ -418,7 +451,7 @@ def _locate(path: Path, *, main_process: bool) -> WorkDir:
 
 
 def open_work_dir(path: str | Path, spec: Mapping[str, Any], *, main_process: bool = True,
-                  wait: bool | float = True) -> WorkDir:
+                  wait: bool | float = True, take_finished: bool = True) -> WorkDir:
     """The work folder at ``path`` for a run made with ``spec`` (JSON-able settings and data fingerprints).
 
     The main process first takes the folder's lock (:func:`lock_work_dir`;
@@ -427,12 +460,25 @@ def open_work_dir(path: str | Path, spec: Mapping[str, Any], *, main_process: bo
     with another spec is emptied (training starts over); a folder with the
     same spec keeps its checkpoints. Only the main process changes anything
     (others call this after it, with ``main_process=False``; they take no lock).
+
+    When the lock was held by a trainer that then finished the same run (its
+    done marker names this spec, and it removed the folder after placing its
+    outputs), :class:`FinishedElsewhere` is raised: the outputs are that
+    trainer's, and training again would only repeat it. ``take_finished=False``
+    (a multi-process run, whose other processes cannot be told) opens the
+    folder anew instead.
     """
     path = Path(path)
     spec = json.loads(json.dumps(spec, sort_keys=True, default=str))
     if not main_process:
         return _locate(path, main_process=False)
     lock = lock_work_dir(path, wait=wait)
+    lock.spec_digest = spec_digest(spec)
+    finished = lock.finished_by
+    if take_finished and finished and finished["done"] == lock.spec_digest and not path.exists():
+        lock.release()
+        raise FinishedElsewhere(f"work folder {path}: the trainer this run waited for ({_describe(finished)}) "
+                                "finished the same run; its outputs are in place")
     try:
         spec_path = path / RUN_SPEC
         if path.exists():

@@ -196,7 +196,8 @@ def train_policy(
             "judges": judges_spec or {}, "num_processes": state.num_processes}
     with contextlib.ExitStack() as held:
         if state.is_main_process:  # the lock is held until the outputs are in place and the work folder is gone
-            work = held.enter_context(open_work_dir(work_dir, spec))
+            # several processes cannot all be told that an orphan finished the run: they train again
+            work = held.enter_context(open_work_dir(work_dir, spec, take_finished=state.num_processes == 1))
             remove_stale_temporaries(out_dir / "model", out_dir / "training_log.csv", out_dir / "health.json")
         state.wait_for_everyone()
         if not state.is_main_process:
