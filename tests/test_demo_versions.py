@@ -9,8 +9,10 @@ is undone by `reappraisal restore`, and a Snakemake killed mid-training is recov
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -219,7 +221,47 @@ def test_dvc_metrics_show_the_headline_and_the_verdicts_and_plots_draw_the_train
         assert row["ci_low"] == pytest.approx(r["headline_low"], abs=1e-6)
     ledger = json.loads((demo_run / "results/summary/claims.json").read_text())["claims"]
     assert metrics["claims"] == {c["id"].replace(".", "_"): c["verdict"] for c in ledger}
-    plots = dvc(demo_run, "plots", "show", "--json", "--split")
+    plots = dvc(demo_run, "plots", "show", "--json")
     assert plots.returncode == 0, plots.stderr
-    drawn = json.loads(plots.stdout)
-    assert {"gold_per_step", "proxy_reward_per_step", "kl_per_step"} <= set(drawn)
+    drawn = json.loads(plots.stdout)["data"]
+    logs = sorted((demo_run / "results/policy").glob("*/training_log.csv"))
+    for plot, column in (("gold_per_step", "gold"), ("proxy_reward_per_step", "reward"), ("kl_per_step", "kl")):
+        values = drawn[plot][0]["content"]["data"]["values"]
+        assert len(values) == sum(len(pd.read_csv(p)) for p in logs)  # every step of every policy
+        first = pd.read_csv(logs[0])
+        line = [float(v[column]) for v in values if v["filename"].endswith(f"{logs[0].parent.name}/training_log.csv")]
+        assert line == pytest.approx(first[column].tolist()), plot
+
+
+def _downstream(stages: dict, names: set[str]) -> set[str]:
+    """``names`` and every stage that depends, through outputs, on one of them (from dvc.yaml)."""
+    found = set(names)
+    while True:
+        outs = {o for n in found for o in [*stages[n].get("outs", []), *stages[n].get("metrics", [])]}
+        more = {n for n, s in stages.items() if n not in found
+                and any(d == o or d.startswith(o.rstrip("/") + "/") for d in s["deps"] for o in outs)}
+        if not more:
+            return found
+        found |= more
+
+
+def test_dvc_exp_run_in_a_temporary_copy_reruns_only_what_a_setting_reaches(demo_copy):
+    """The README's steps: commit the build's dvc.lock, then `dvc exp run --temp -S ...`; `dvc exp show` lists it."""
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid"]
+    subprocess.run(["git", "add", "-A"], cwd=demo_copy, check=True)
+    subprocess.run([*git, "commit", "-qm", "the demo build"], cwd=demo_copy, check=True)
+    ran = subprocess.run([PYTHON, "-m", "dvc", "exp", "run", "--temp", "-n", "conf90",
+                          "-S", "config.yaml:+presets.demo.summary.confidence=0.9"],
+                         cwd=demo_copy, capture_output=True, text=True, env=env_with_venv(), timeout=900)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    stages = yaml.safe_load((demo_copy / "dvc.yaml").read_text())["stages"]
+    readers = {name for name, spec in yaml.safe_load((demo_copy / "workflow/dvc_stages.yaml").read_text())["stages"].items()
+               if "summary" in spec.get("params", [])}
+    assert set(re.findall(r"Running stage '(\w+)'", ran.stdout)) == _downstream(stages, readers)
+    assert subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=demo_copy,
+                          capture_output=True, text=True).stdout == ""  # the workspace is untouched
+    shown = pd.read_csv(io.StringIO(dvc(demo_copy, "exp", "show", "--csv").stdout))
+    exp = shown[shown["Experiment"] == "conf90"]
+    base = shown[shown["rev"] == "workspace"]
+    key = next(c for c in shown.columns if c == "headline.committee vs base-policy.ci_low")
+    assert len(exp) == 1 and float(exp[key].iloc[0]) != float(base[key].iloc[0])  # a narrower interval
