@@ -10,6 +10,10 @@ mean / min / max per commit and the ratio to the baseline's mean.
 
     python benchmarks/bench_demo.py --runs 3 --baseline b1fd9fa      # HEAD vs a baseline commit
     python benchmarks/bench_demo.py --runs 3                         # HEAD alone
+    python benchmarks/bench_demo.py --runs 2 --baseline-env REAPPRAISAL_NUMERICS=native   # the cost of pinning
+
+``--baseline-env KEY=VALUE`` (repeatable) makes the baseline the same commit run with those variables
+(``REAPPRAISAL_NUMERICS=native``: the machine's own kernels, without the pinned numerics).
 
 Run it with nothing else on the machine: the demo uses both cores.
 """
@@ -54,13 +58,18 @@ def rule_seconds(log: str) -> dict[str, float]:
     return totals
 
 
-def one_run(commit: str, cores: int) -> tuple[float, dict[str, float]]:
+#: The variables the package pins (reappraisal.numerics.PINNED): a run with the pin off must not inherit them.
+PINNED = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA")
+
+
+def one_run(commit: str, cores: int, extra_env: dict[str, str] | None = None) -> tuple[float, dict[str, float]]:
     with tempfile.TemporaryDirectory(prefix="bench_demo_") as tmp:
         repo = Path(tmp) / "repo"
         subprocess.run(["git", "clone", "-q", str(REPO), str(repo)], check=True)
         subprocess.run(["git", "checkout", "-q", commit], cwd=repo, check=True)
         (repo / ".venv").symlink_to(REPO / ".venv")
-        env = dict(os.environ, PYTHONPATH=str(repo / "src"))  # the launcher of that commit, not of this checkout
+        env = {k: v for k, v in os.environ.items() if k not in PINNED}
+        env.update(PYTHONPATH=str(repo / "src"), **(extra_env or {}))  # the launcher of that commit, not this one
         if (repo / "src/reappraisal/run_io.py").is_file():
             cmd = [str(REPO / ".venv/bin/python"), "-m", "reappraisal", "run", "results/report.html", "--cores", str(cores)]
         else:
@@ -79,25 +88,39 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--commit", default="HEAD")
     ap.add_argument("--baseline", default=None, help="a commit to time side by side (alternating runs)")
+    ap.add_argument("--baseline-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="the baseline is --commit run with these variables (repeatable)")
     ap.add_argument("--cores", type=int, default=2)
     args = ap.parse_args(argv)
+    if args.baseline and args.baseline_env:
+        raise SystemExit("give --baseline (another commit) or --baseline-env (the same commit, other variables)")
     if not (REPO / ".venv/bin/snakemake").exists():
         raise SystemExit("install first: bash scripts/install.sh")
     resolve = lambda ref: subprocess.run(["git", "rev-parse", "--short", ref], cwd=REPO, capture_output=True,
                                          text=True, check=True).stdout.strip()
-    commits = [resolve(args.commit)] + ([resolve(args.baseline)] if args.baseline else [])
-    walls: dict[str, list[float]] = {c: [] for c in commits}
+    head = resolve(args.commit)
+    sides: dict[str, tuple[str, dict[str, str]]] = {head: (head, {})}
+    if args.baseline:
+        sides[resolve(args.baseline)] = (resolve(args.baseline), {})
+    elif args.baseline_env:
+        extra = dict(item.split("=", 1) for item in args.baseline_env)
+        sides[f"{head} " + " ".join(args.baseline_env)] = (head, extra)
+    walls: dict[str, list[float]] = {label: [] for label in sides}
+    job_seconds: dict[str, list[float]] = {label: [] for label in sides}
     for i in range(args.runs):
-        for commit in commits:
-            wall, rules = one_run(commit, args.cores)
-            walls[commit].append(wall)
+        for label, (commit, extra) in sides.items():
+            wall, rules = one_run(commit, args.cores, extra)
+            walls[label].append(wall)
+            job_seconds[label].append(sum(rules.values()))
             slowest = ", ".join(f"{r} {s:.0f} s" for r, s in sorted(rules.items(), key=lambda kv: -kv[1])[:3])
-            print(f"run {i + 1} {commit}: {wall:.1f} s ({wall / 60:.2f} min); slowest rules: {slowest}", flush=True)
-    print("\n| commit | runs | mean | min | max | ratio to baseline |\n|---|---|---|---|---|---|")
-    base = statistics.mean(walls[commits[-1]]) if args.baseline else None
-    for commit, w in walls.items():
+            print(f"run {i + 1} {label}: {wall:.1f} s ({wall / 60:.2f} min), {sum(rules.values()):.0f} job seconds; "
+                  f"slowest rules: {slowest}", flush=True)
+    print("\n| run | runs | mean | min | max | job seconds (mean) | ratio to baseline |\n|---|---|---|---|---|---|---|")
+    base = statistics.mean(walls[list(sides)[-1]]) if len(sides) > 1 else None
+    for label, w in walls.items():
         ratio = f"{statistics.mean(w) / base:.2f}" if base else "—"
-        print(f"| {commit} | {len(w)} | {statistics.mean(w):.1f} s | {min(w):.1f} s | {max(w):.1f} s | {ratio} |")
+        print(f"| {label} | {len(w)} | {statistics.mean(w):.1f} s | {min(w):.1f} s | {max(w):.1f} s | "
+              f"{statistics.mean(job_seconds[label]):.0f} | {ratio} |")
     return 0
 
 
