@@ -276,7 +276,7 @@ def test_cli_refuses_missing_inputs_with_one_line(tmp_path, capsys):
 def test_a_training_killed_after_a_later_epochs_checkpoint_resumes_into_the_uninterrupted_policy(
         tmp_path, warm_policy, vignettes):
     """GRPO's prompt order must not restart on resume: killed at a checkpoint inside a later epoch, the resumed
-    training ends with the uninterrupted one's weights (bytes) and training log."""
+    training ends with the uninterrupted one's weights (bytes), training log and rewards log."""
     import hashlib
 
     from transformers import TrainerCallback
@@ -284,25 +284,30 @@ def test_a_training_killed_after_a_later_epochs_checkpoint_resumes_into_the_unin
     n_train = int((vignettes["pool"] == "train").sum())
     per_step = POLICY["per_device_train_batch_size"] // POLICY["num_generations"]
     steps_per_epoch = n_train // per_step
-    kill_at = 2 * ((steps_per_epoch + 2) // 2)  # the first even step (a checkpoint) after epoch 0 ended
+    kill_at = 2 * ((steps_per_epoch + 2) // 2)  # the first checkpoint (every 2 steps) after epoch 0 ended
     policy = dict(POLICY, max_steps=kill_at + 2, save_steps=2)
 
     def trained(out, callbacks=()):
         return train_policy(arm=COMMITTEE, policy=policy, model_dir=warm_policy, vignettes=vignettes, out_dir=out,
-                            scorers=fakes, seed=0, callbacks=list(callbacks))
+                            scorers=fakes, seed=0, callbacks=list(callbacks), rewards_log=rewards(out))
 
-    class KillAtSave(TrainerCallback):
-        def on_save(self, args, state, control, **kw):
-            if state.global_step == kill_at:
+    def rewards(out):
+        return out.parent / f"{out.name}.rewards.jsonl"
+
+    class KillAfterTheCheckpoint(TrainerCallback):  # one step past it: that step's rewards are logged, then lost
+        def on_step_end(self, args, state, control, **kw):
+            if state.global_step == kill_at + 1:
                 raise Interrupted(state.global_step)
 
     whole = tmp_path / "whole"
     trained(whole)
     resumed = tmp_path / "resumed"
     with pytest.raises(Interrupted):
-        trained(resumed, [KillAtSave()])
+        trained(resumed, [KillAfterTheCheckpoint()])
     health = trained(resumed)
     assert health["resumed_from"].endswith(f"checkpoint-{kill_at}")
     digest = lambda p: hashlib.sha256(p.read_bytes()).hexdigest()
     pd.testing.assert_frame_equal(pd.read_csv(whole / "training_log.csv"), pd.read_csv(resumed / "training_log.csv"))
     assert digest(whole / "model/model.safetensors") == digest(resumed / "model/model.safetensors")
+    # the rewards log holds each step once: the killed segment's steps after the checkpoint were redone
+    assert rewards(resumed).read_text() == rewards(whole).read_text()

@@ -25,7 +25,9 @@ global batch in TRL's order (``vignette_id``, ``answer``, ``passed``,
 ``rm``, ``grm`` (raw scores, null where not scored), ``reward``) and the
 training step, so every reward can be audited or recomputed offline. A
 line a kill left half-written is cut off before the first append
-(:func:`reappraisal.atomic.cut_torn_tail`), so the next line is not glued to it.
+(:func:`reappraisal.atomic.cut_torn_tail`), so the next line is not glued to it,
+and so are the lines of the steps a resumed training redoes (``log_from_step``:
+the checkpoint's step), so the log of a resumed training is the uninterrupted one's.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from ..atomic import cut_torn_tail
+from ..atomic import atomic_path, cut_torn_tail
 from .answer import decode_completions, extract_answer
 from .committee import CommitteeResult, CommitteeWeights, FormatGate, committee_rewards
 
@@ -161,6 +163,7 @@ class CommitteeReward:
         process_info: Callable[[], tuple[int, int]] = _process_info,
         gather: Callable[[list], list] = _gather,
         rewards_log: str | Path | None = None,
+        log_from_step: int | None = None,
     ):
         self.weights = weights
         self.gate = gate
@@ -171,7 +174,11 @@ class CommitteeReward:
         self._process_info = process_info
         self._gather = gather
         self.rewards_log = Path(rewards_log) if rewards_log is not None else None
-        self._log_tail_checked = False  # a torn last line (a killed earlier run) is cut before the first append
+        # Before the first append: a torn last line (a killed earlier run) is cut, and so is every line of a step
+        # at or after ``log_from_step`` (a resumed training redoes them; 0 for a training that starts anew;
+        # None keeps every line).
+        self._log_tail_checked = False
+        self.log_from_step = log_from_step
         self.last_result: CommitteeResult | None = None
         self.last_answers: list[str] = []
 
@@ -219,6 +226,8 @@ class CommitteeReward:
                     "reward": result.rewards.tolist()}
             if not self._log_tail_checked:
                 cut_torn_tail(self.rewards_log)
+                if self.log_from_step is not None:
+                    keep_steps_before(self.rewards_log, self.log_from_step)
                 self._log_tail_checked = True
             with self.rewards_log.open("a") as fh:
                 fh.write(json.dumps(line) + "\n")
@@ -233,3 +242,15 @@ class CommitteeReward:
             if self.weights.uses_grm and isinstance(errors, (int, np.integer)):
                 log_metric(METRIC_PREFIX + "grm_error_rate", float(errors) / (2 * n_scored) if n_scored else 0.0)
         return result.rewards[rank * n : (rank + 1) * n].tolist()
+
+
+def keep_steps_before(path: Path, step: int) -> int:
+    """Rewrite the JSONL rewards log at ``path`` without the lines of steps ``>= step``; return how many went."""
+    if not path.is_file():
+        return 0
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    kept = [line for line in lines if (json.loads(line).get("step") or 0) < step]
+    if len(kept) < len(lines):
+        with atomic_path(path, suffix=path.suffix or ".jsonl") as tmp:
+            Path(tmp).write_text("".join(kept), encoding="utf-8")
+    return len(lines) - len(kept)

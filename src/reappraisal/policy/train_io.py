@@ -207,6 +207,7 @@ def train_policy(
         reward = CommitteeReward(
             weights=arm.weights, gate=FormatGate.from_config(policy["format_gate"]), num_generations=args.num_generations,
             rm_scorer=rm_scorer, grm_scorer=grm_scorer, tokenizer=tokenizer, rewards_log=rewards_log,
+            log_from_step=int(work.state["global_step"]) if work.resume and work.state else 0,
         )
         reward_funcs: list[Any] = [reward]
         if gold_scorer:
