@@ -118,17 +118,19 @@ def test_summarize_and_the_report_show_the_flag_next_to_the_verdict_only_when_fl
     verdict_cell = cells[cells.index("committee") + 12]  # the last column: headline CI above the bar
     ledger = page.cells["claims-table"]
     claim_verdict = ledger[ledger.index("committee_beats_gpt4") + 4]
-    assert verdict_cell.startswith("yes" if head["clears_bar"] else "no")
+    assert verdict_cell == ("yes" if head["clears_bar"] else "no")
     assert claim_verdict.startswith(claim["verdict"].replace("_", " "))
     if shift:
         flag = head["run_effect_flag"]
         assert isinstance(flag, str) and f"run effect p = {head['run_effect_p']:.2g} < 0.05" in flag
         assert claim["flags"] == [f"headline[arm=committee, opponent=gpt-4-0314]: {flag}"]
         assert claim["verdict"] == ("holds" if head["headline_low"] > 0.608 else "fails")
-        assert verdict_cell.endswith(f"⚑ {flag}") and claim_verdict.endswith(f"⚑ {claim['flags'][0]}")
+        # the flag has a row of its own right under the row it flags (its sentence wraps in the page)
+        flag_cell = cells[cells.index("committee") + 13]
+        assert flag_cell == f"⚑ committee vs gpt-4-0314: {flag}" and claim_verdict.endswith(f"⚑ {claim['flags'][0]}")
     else:
         assert pd.isna(head["run_effect_flag"]) and claim["flags"] == []
-        assert "⚑" not in verdict_cell and "⚑" not in claim_verdict
+        assert not any("⚑" in c for c in cells) and "⚑" not in claim_verdict
 
 
 @pytest.fixture
