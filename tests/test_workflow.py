@@ -110,7 +110,7 @@ def test_paper_preset_dry_run_on_slurm_executor_wiring(clean_copy):
 
 @pytest.mark.parametrize(
     "override,fragment",
-    [("preset: demo", "preset: nonsense"), ("seed: 20250101\n", "seed: 20250101\nsplit: {val_fraction: lots}\n")],
+    [("preset: demo", "preset: nonsense"), ("\nsplit: {}\n", "\nsplit: {val_fraction: lots}\n")],
 )
 def test_bad_config_stops_snakemake_with_the_key_named(clean_copy, override, fragment):
     path = clean_copy / "config.yaml"
