@@ -7,7 +7,9 @@ an HTTP status, extra headers, the message content (wrapped in the
 chat-completion JSON the real API returns) or a raw body, and a delay before
 answering (to imitate latency or a server that never answers in time). Broken
 servers: ``trickle`` announces a chunk of a MiB and sends its bytes one every
-``trickle`` seconds (a client reading that chunk never gets it whole); ``trickle_headers`` sends the status line and then the
+``trickle`` seconds (a client reading that chunk never gets it whole; ``framing``
+``close`` sends an HTTP/1.0 body that ends only when the connection closes,
+``length`` a Content-Length of a MiB); ``trickle_headers`` sends the status line and then the
 headers one byte every ``trickle_headers`` seconds, never ending them;
 ``cut`` sends the first ``cut`` bytes of the body (chunked, or with a
 Content-Length promising all of it when ``cut_chunked`` is false) and closes
@@ -37,6 +39,9 @@ class Reply:
     trickle_headers: float | None = None
     cut: int | None = None
     cut_chunked: bool = True
+    #: How a trickled body is framed: ``chunked`` (HTTP/1.1), ``close`` (HTTP/1.0, no length: the body ends when
+    #: the connection closes), ``length`` (HTTP/1.1 with a Content-Length the trickle never reaches).
+    framing: str = "chunked"
 
 
 def completion_json(content: str, model: str = "fake") -> bytes:
@@ -115,14 +120,19 @@ class FakeOpenAI:
 
             def _broken_body(self, reply: Reply, payload: bytes) -> None:
                 self.close_connection = True
-                chunked = reply.trickle is not None or reply.cut_chunked
+                if reply.trickle is not None and reply.framing == "close":  # HTTP/1.0: no length, no chunks
+                    self.wfile.write(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n")
+                    self._forever(b" ", reply.trickle)
+                    return
+                chunked = reply.cut_chunked if reply.trickle is None else reply.framing == "chunked"
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header(*(("Transfer-Encoding", "chunked") if chunked else
-                                   ("Content-Length", str(len(payload)))))
+                                   ("Content-Length", str(1 << 20 if reply.trickle is not None else len(payload)))))
                 self.end_headers()
                 if reply.trickle is not None:  # one chunk of a MiB announced, its bytes (JSON whitespace) dribbled
-                    self.wfile.write(f"{1 << 20:x}\r\n".encode())
+                    if reply.framing == "chunked":
+                        self.wfile.write(f"{1 << 20:x}\r\n".encode())
                     self._forever(b" ", reply.trickle)
                 elif chunked:  # a chunk that promises the whole payload, then the connection closes
                     self.wfile.write(f"{len(payload):x}\r\n".encode() + payload[: reply.cut])

@@ -53,6 +53,19 @@ def test_a_body_that_trickles_forever_is_cut_at_the_deadline_and_every_other_cal
     assert len(ReplyCache(tmp_path / "cache.jsonl")) == n - 1  # every other reply cached, the failed one not
 
 
+@pytest.mark.parametrize("framing", ["chunked", "close", "length"])
+def test_a_dribbled_body_is_cut_at_the_deadline_whatever_its_framing(tmp_path, framing):
+    """HTTP/1.0 close-delimited bodies too: there the connection hands its socket to the response, and a deadline
+    that shut down only the connection's socket let each byte reset a per-read timeout for ever."""
+    with FakeOpenAI(lambda body, n: Reply(trickle=0.05, framing=framing)) as srv:
+        spec = openai_judge(tmp_path, srv.base_url, timeout_s=0.5, max_retries=1)
+        start = time.monotonic()
+        out = OpenAIBackend(spec).call(CONV)
+        elapsed = time.monotonic() - start
+    assert isinstance(out, CallFailure) and "no answer within 0.5 s" in out.reason and srv.count == 2
+    assert elapsed < 2.0  # attempts × timeout, plus the backoff
+
+
 def test_headers_that_trickle_forever_are_cut_at_the_deadline(tmp_path):
     with FakeOpenAI(lambda body, n: Reply(trickle_headers=0.05)) as srv:
         spec = openai_judge(tmp_path, srv.base_url, timeout_s=0.5, max_retries=0)

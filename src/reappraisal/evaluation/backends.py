@@ -108,12 +108,16 @@ REASON_CHARS = 200
 _CURRENT = threading.local()  # the _Deadline of the attempt this thread is making
 
 
-def _shutdown(conn) -> None:
-    """Shut down a connection's socket (both ways), so a read blocked on it returns at once."""
-    sock = getattr(conn, "sock", None)
-    if sock is not None:
+def _shutdown(conn, sock=None) -> None:
+    """Shut down a connection's socket (both ways), so a read blocked on it returns at once.
+
+    ``sock``: the socket the connection had when it sent the request. A response whose body ends when the
+    connection closes (HTTP/1.0, or ``Connection: close`` without a length) takes the socket over: the
+    connection then holds none, and only shutting down that socket ends a body that dribbles.
+    """
+    for s in {id(x): x for x in (getattr(conn, "sock", None), sock) if x is not None}.values():
         try:
-            socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the plain socket's: an SSL socket's would drop its state
+            socket.socket.shutdown(s, socket.SHUT_RDWR)  # the plain socket's: an SSL socket's would drop its state
         except OSError:
             pass  # already closed
 
@@ -133,6 +137,7 @@ class _Deadline:
         self.at = time.monotonic() + seconds
         self.passed = False
         self._conn = None
+        self._sock = None  # the connection's socket once connected (a close-delimited body keeps reading from it)
         self._lock = threading.Lock()
         self._timer = threading.Timer(seconds, self.cut)
         self._timer.daemon = True
@@ -143,14 +148,23 @@ class _Deadline:
         with self._lock:
             self._conn = conn
             conn._judge_deadline = self
+            self._sock = getattr(conn, "sock", None) or self._sock
             if self.passed:
-                _shutdown(conn)
+                _shutdown(conn, self._sock)
+
+    def connected(self, conn) -> None:
+        """``conn`` (attached) opened its socket: remember it, the response may take it over."""
+        with self._lock:
+            if self._conn is conn:
+                self._sock = getattr(conn, "sock", None)
+                if self.passed:
+                    _shutdown(conn, self._sock)
 
     def cut(self) -> None:
         with self._lock:
             self.passed = True
             if self._conn is not None and getattr(self._conn, "_judge_deadline", None) is self:
-                _shutdown(self._conn)
+                _shutdown(self._conn, self._sock)
 
     def __enter__(self) -> "_Deadline":
         _CURRENT.deadline = self
@@ -160,7 +174,7 @@ class _Deadline:
     def __exit__(self, *exc) -> None:
         self._timer.cancel()
         with self._lock:
-            self._conn = None
+            self._conn = self._sock = None
         _CURRENT.deadline = None
 
 
@@ -176,6 +190,12 @@ def _tracking_pools() -> dict:
             if deadline is not None:
                 deadline.attach(self)
             return super().request(*args, **kwargs)
+
+        def connect(self):
+            super().connect()
+            deadline = getattr(self, "_judge_deadline", None)
+            if deadline is not None:
+                deadline.connected(self)
 
     class TrackedHTTPConnection(Tracked, HTTPConnection):
         pass
