@@ -42,6 +42,8 @@ class Reply:
     #: How a trickled body is framed: ``chunked`` (HTTP/1.1), ``close`` (HTTP/1.0, no length: the body ends when
     #: the connection closes), ``length`` (HTTP/1.1 with a Content-Length the trickle never reaches).
     framing: str = "chunked"
+    #: The ``model`` the reply says answered (default: the one the request asked for, as a real endpoint does).
+    model: str | None = None
 
 
 def completion_json(content: str, model: str = "fake") -> bytes:
@@ -97,8 +99,9 @@ class FakeOpenAI:
                 reply = fake.responder(body, n)
                 if reply.delay:
                     time.sleep(reply.delay)
+                served = reply.model or (body.get("model") if isinstance(body.get("model"), str) else "fake")
                 payload = reply.raw if reply.raw is not None else (
-                    completion_json(reply.content or "") if reply.status == 200 else b'{"error": "fake"}')
+                    completion_json(reply.content or "", model=served) if reply.status == 200 else b'{"error": "fake"}')
                 try:
                     if reply.trickle_headers is not None:
                         self.close_connection = True

@@ -161,3 +161,27 @@ def test_a_refusal_cuts_the_calls_in_flight_and_asks_nothing_more(tmp_path):
         assert srv.count == 4  # the first four only: nothing retried, nothing more submitted
     assert elapsed < 2.0 and not first.is_set()
     assert "\n" not in str(info.value)
+
+
+def test_a_reply_from_another_model_stops_the_stage_unless_the_judge_accepts_that_name(tmp_path):
+    with FakeOpenAI(lambda body, n: Reply("VERDICT: A", model="llama-3.1-8b-instruct")) as srv:
+        spec = openai_judge(tmp_path, srv.base_url, max_retries=3)
+        with pytest.raises(PipelineInputError) as info:
+            OpenAIBackend(spec).call(CONV)
+        assert srv.count == 1  # refused at once, never retried
+        message = str(info.value)
+        assert "\n" not in message and "'llama-3.1-8b-instruct', not 'fake-model'" in message
+        assert "request.accepted_models" in message and "fake-judge.yaml" in message
+        alias = openai_judge(tmp_path / "alias", srv.base_url, request={"accepted_models": ["llama-3.1-8b-instruct"]})
+        assert OpenAIBackend(alias).call(CONV) == "VERDICT: A"
+
+
+def test_a_reply_larger_than_the_cap_is_a_failed_attempt_never_a_cached_reply(tmp_path):
+    big = "VERDICT: A " + "x" * 5000
+    with FakeOpenAI(lambda body, n: Reply(big)) as srv:
+        spec = openai_judge(tmp_path, srv.base_url, max_retries=1, request={"max_reply_bytes": 2048})
+        out = OpenAIBackend(spec).call(CONV)
+        assert isinstance(out, CallFailure) and "larger than 2048 bytes (request.max_reply_bytes)" in out.reason
+        assert srv.count == 2
+        roomy = openai_judge(tmp_path / "roomy", srv.base_url)  # the default cap: 256 KiB
+        assert OpenAIBackend(roomy).call(CONV) == big

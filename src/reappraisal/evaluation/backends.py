@@ -23,7 +23,10 @@ stage keeps what it already paid for.
   responses and any unexpected exception are retried with exponential backoff
   (:mod:`reappraisal.http_retry`), honouring ``Retry-After`` when the server
   sends it; when every attempt failed the call is a :class:`CallFailure`
-  (counted, never cached), and the other calls are still asked. Other 4xx
+  (counted, never cached), and the other calls are still asked. A body larger
+  than ``request.max_reply_bytes`` is a failed attempt too (never cached). A
+  reply whose ``model`` field names another model than the judge's (or one of
+  ``request.accepted_models``) stops the stage, like a refusal. Other 4xx
   responses (401/403: the key was refused; an unknown model) stop the stage
   at once: no retry, the calls in flight are cut and nothing more is asked.
   At most ``request.concurrency`` calls are in flight. Request settings come
@@ -100,8 +103,6 @@ class TransformersBackend:
                 progress(len(p_first))
 
 
-#: A reply body larger than this is not a chat completion a judge gives (a failed attempt, not memory exhausted).
-MAX_REPLY_BYTES = 32 << 20
 #: How much of an unexpected exception's text a failure reason keeps.
 REASON_CHARS = 200
 
@@ -225,6 +226,8 @@ class OpenAIBackend:
         self.max_retries = int(req["max_retries"])
         self.backoff = Backoff(float(req["backoff_s"]), float(req["max_backoff_s"]))
         self.concurrency = int(req["concurrency"])
+        self.max_reply_bytes = int(req["max_reply_bytes"])
+        self.accepted_models = {spec.model, *req["accepted_models"]}
         self._headers = {"Content-Type": "application/json"}
         self._key = None
         if spec.api_key_env:
@@ -278,8 +281,8 @@ class OpenAIBackend:
         parts, size = [], 0
         for chunk in resp.iter_content(chunk_size=1 << 14):
             size += len(chunk)
-            if size > MAX_REPLY_BYTES:
-                raise Retryable(f"reply larger than {MAX_REPLY_BYTES} bytes")
+            if size > self.max_reply_bytes:
+                raise Retryable(f"reply larger than {self.max_reply_bytes} bytes (request.max_reply_bytes)")
             if deadline.passed or time.monotonic() > deadline.at:
                 raise Retryable(f"no answer within {self.timeout:g} s (the reply was still arriving)")
             parts.append(chunk)
@@ -296,13 +299,20 @@ class OpenAIBackend:
                 raise self._refused(resp)
             raw = self._read_body(resp, deadline)
         try:
-            content = json.loads(raw)["choices"][0]["message"]["content"]
+            data = json.loads(raw)
+            content = data["choices"][0]["message"]["content"]
         except UnicodeDecodeError:
             raise Retryable("undecodable response (not UTF-8)") from None
         except (ValueError, KeyError, IndexError, TypeError):
             raise Retryable("malformed response (not a chat completion)") from None
         if not isinstance(content, str):
             raise Retryable("malformed response (message content is not text)")
+        served = data.get("model") if isinstance(data, dict) else None
+        if isinstance(served, str) and served not in self.accepted_models:
+            raise EndpointRefused(
+                f"{self.url} answered as model {served!r}, not {self.spec.model!r}: its verdicts would pass for the "
+                "calibrated judge's (a proxy routing to another model?); if it is the same model under another name, "
+                "list it in request.accepted_models", where=self.spec.path)
         return content
 
     def _as_retryable(self, exc: Exception, deadline: _Deadline) -> Retryable:
