@@ -166,3 +166,27 @@ def test_a_refused_key_mid_run_stops_at_once_with_one_line_and_never_shows_the_k
     assert elapsed < 5 and asked <= 4  # the 10 s calls in flight were cut, not retried; nothing more was asked
     assert not out["judgments"].exists() and not out["contests"].exists()
     assert len([line for line in (tmp_path / "cache" / "fake-judge.jsonl").read_text().splitlines() if line]) == 2
+
+
+def test_replies_that_did_not_parse_are_asked_again_after_forget_unparsed_replies(tmp_path, capfd):
+    """A brief misbehaviour of the endpoint (garbled replies) is cached like any reply: the stage's error names
+    the command that forgets those replies, and the rerun asks those calls again, and only those."""
+    n_calls = 2 * 2 * N_ANSWERS
+    garbled = {"on": True}
+
+    def responder(body, n):
+        if garbled["on"]:
+            return Reply("<html>502 upstream</html>")
+        return Reply("VERDICT: A" if "GOOD" in slots(body)[0] else "VERDICT: B")
+
+    with FakeOpenAI(responder) as srv:
+        argv, out = _world(tmp_path, srv.base_url)
+        _fails(argv, out, capfd, "forget-unparsed-replies --judge fake-judge")
+        garbled["on"] = False
+        assert main(argv) == 2 and srv.count == n_calls  # a rerun re-reads the cached garbage, asks nothing
+        capfd.readouterr()
+        assert main(["forget-unparsed-replies", "--judge", "fake-judge", "--judges-dir", str(tmp_path / "judges"),
+                     "--cache-root", str(tmp_path / "cache")]) == 0
+        assert f"{n_calls} call(s) will be asked again" in capfd.readouterr().out
+        assert main(argv) == 0 and srv.count == 2 * n_calls  # each call asked once more
+    assert not pd.read_parquet(out["contests"])["error"].any()

@@ -29,7 +29,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from ..atomic import cut_torn_tail
+from ..atomic import atomic_path, cut_torn_tail
 
 
 def cache_key(sent: Mapping[str, Any], *, model_fingerprint: str, run: Any, order: str) -> str:
@@ -71,6 +71,9 @@ class ReplyCache:
     def __contains__(self, key: str) -> bool:
         return key in self._replies
 
+    def keys(self) -> list[str]:
+        return list(self._replies)
+
     def get(self, key: str) -> str | None:
         return self._replies.get(key)
 
@@ -84,6 +87,21 @@ class ReplyCache:
         self._handle.flush()
         os.fsync(self._handle.fileno())
         self._replies[key] = reply
+
+    def forget(self, keys) -> int:
+        """Remove the replies of ``keys`` from the file (rewritten atomically) and from memory; return how many.
+
+        The next run asks those calls again (a reply that did not parse, say)."""
+        gone = {k for k in keys if k in self._replies}
+        if not gone:
+            return 0
+        self.close()
+        kept = {k: v for k, v in self._replies.items() if k not in gone}
+        with atomic_path(self.path, suffix=".jsonl") as tmp:
+            Path(tmp).write_text("".join(json.dumps({"key": k, "reply": v}, ensure_ascii=False) + "\n"
+                                         for k, v in kept.items()), encoding="utf-8")
+        self._replies = kept
+        return len(gone)
 
     def close(self) -> None:
         if self._handle is not None:

@@ -118,7 +118,8 @@ def check_parseable(judgments: pd.DataFrame, spec: JudgeSpec) -> None:
         f"{len(bad)} of {len(mine)} verdicts of judge {spec.name!r} are unparseable, more than "
         f"verdict.max_unparseable_share {spec.max_unparseable_share:g}; verdict.pattern {spec.pattern!r} finds no "
         f"label in replies such as {quote(bad['raw'].iloc[0])}; fix the pattern or labels (the replies are "
-        "cached: a rerun re-reads them without asking again) or the template", where=spec.path)
+        "cached: a rerun re-reads them without asking again) or the template, or, if the endpoint misbehaved, "
+        f"ask those calls again: python -m reappraisal forget-unparsed-replies --judge {spec.name}", where=spec.path)
 
 
 def consensus(judgments: pd.DataFrame, judges: Sequence[str], name: str = "consensus") -> pd.DataFrame:
