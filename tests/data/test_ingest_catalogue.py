@@ -266,6 +266,10 @@ MESSY_BUT_VALID = [
      NOT_FALSE_CFG, _check_unfinished_dropped),
     ("boolean_filter_matches_1_and_0", {"ratings.csv": "rater,rid,eff,emp,Finished\np1,r1,5,4,0\np1,r2,3,2,1\np2,r1,6,6,0\np2,r3,2,3,1\n"},
      EQUALS_TRUE_CFG, _check_finished_kept),
+    # once silently wrong: `not_equals: 0` compared texts, dropping the "0" rows and keeping the "0.0" ones
+    ("numeric_filter_matches_0_and_0.0", {"ratings.csv": "rater,rid,eff,emp,Progress\np1,r1,5,4,100\np1,r2,3,2,0\n"
+                                                         "p2,r1,6,6,100.0\np2,r3,2,3,0.0\n"},
+     cfg_with(f"{RATINGS_SRC}.filters", [{"column": "Progress", "not_equals": 0}]), _check_unfinished_dropped),
     ("rating_scenario_agrees", {"ratings.csv": "rater,rid,scen,eff,emp\np1,r1,v1,5,4\np1,r2,v1,3,2\np2,r1, v1,6,6\np2,r3,v2,2,3\n"},
      RATINGS_WITH_SCENARIO_CFG, _check_ratings_complete),
     ("json_array_with_nested_fields", {"reapp.json": json_reappraisals(JSON_TEXTS)}, JSON_REAPP_CFG, _check_json_reappraisals),

@@ -59,6 +59,17 @@ def filter_texts(value: Any) -> list[str]:
     return [as_text(value)]
 
 
+def _numeric_hits(values: pd.Series, given: list) -> pd.Series | None:
+    """Cells equal to ``given`` as numbers, when every given value is a number and every non-blank cell is one
+    (``0`` matches ``0``, ``0.0`` and ``0.00``); None where the comparison is one of texts."""
+    if not given or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in given):
+        return None
+    numbers = pd.to_numeric(values.where(values != ""), errors="coerce")
+    if (numbers.isna() & (values != "")).any():
+        return None
+    return numbers.isin([float(v) for v in given])
+
+
 class SourceView:
     """One file of one declared source, after its filters, with its counts."""
 
@@ -89,8 +100,9 @@ class SourceView:
             given = flt[op] if op in ("in", "not_in") else [flt[op]]
             if any(isinstance(v, bool) for v in given):
                 self._check_boolean_column(values, flt["column"], given, f"{fkey}.{op}")
-            wanted = [text for v in given for text in filter_texts(v)]
-            hit = values.isin(wanted)
+            hit = _numeric_hits(values, given)
+            if hit is None:
+                hit = values.isin([text for v in given for text in filter_texts(v)])
             this = hit if op in ("equals", "in") else ~hit
             if not (keep & this).any():
                 seen = sorted(values[keep].unique().tolist())
