@@ -302,3 +302,21 @@ def test_blank_and_coded_rating_cells_are_counted_not_silently_dropped(tmp_path,
     assert source == {**source, "file": "ratings.csv", "rows_read": 5, "ratings": 6, "blank_rating_cells": 4}
     # a declared code that is not a blank elsewhere is never read as a rating
     assert not ((table["reappraisal_id"] == "r2") & (table["dimension"] == "effectiveness")).any()
+
+
+@pytest.mark.parametrize("fold", [False, True])
+def test_rater_ids_that_differ_only_by_case_are_listed_or_folded_when_declared(tmp_path, capsys, fold):
+    """Once silently two raters (`s4_p001` / `S4_P001`), z-scored apart, with an ingest.json like a clean run's."""
+    ratings = "rater,rid,eff,emp\np1,r1,5,4\nP1,r2,3,2\np2,r1,6,6\np2,r3,2,3\n"
+    cfg = cfg_with("ingest.case_insensitive_ids", True) if fold else DATA_CFG
+    code, err, out = run_ingest(tmp_path, write_raw(tmp_path, {"ratings.csv": ratings}), cfg, capsys)
+    assert code == 0, err
+    checks = json.loads((tmp_path / "checks" / "ingest.json").read_text())
+    raters = sorted(_ratings(out)["rater_id"].unique())
+    if fold:
+        assert raters == ["p1", "p2"] and checks["warnings"] == [] and "warning:" not in err
+    else:
+        assert raters == ["P1", "p1", "p2"]  # not folded: some exports are case-sensitive
+        assert len(checks["warnings"]) == 1 and "P1 / p1" in checks["warnings"][0]
+        assert "data.ingest.case_insensitive_ids" in checks["warnings"][0]
+        assert [line for line in err.splitlines() if line.startswith("warning:")] == [f"warning: {checks['warnings'][0]}"]

@@ -28,3 +28,11 @@ def hashed_ids(columns: Sequence[Iterable[str]], prefix: str = "") -> list[str]:
 
 def row_number_ids(lines: Iterable[int], prefix: str = "") -> list[str]:
     return [f"{prefix}{int(line)}" for line in lines]
+
+
+def case_variants(ids: Iterable[str]) -> list[list[str]]:
+    """Groups of distinct ids that are equal but for case (``["S4_P001", "s4_p001"]``), each sorted."""
+    groups: dict[str, set[str]] = {}
+    for value in ids:
+        groups.setdefault(str(value).casefold(), set()).add(str(value))
+    return sorted(sorted(g) for g in groups.values() if len(g) > 1)

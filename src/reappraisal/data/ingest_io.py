@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -31,6 +32,7 @@ from ..atomic import atomic_path
 from ..errors import ConfigError, DataValidationError
 from ..config import with_defaults
 from ..params import parse_params
+from .ids import case_variants
 from .leakage import normalized_text
 from .mapping import SourceView, collapse_distinct
 from .quoting import quote
@@ -234,6 +236,16 @@ def ingest_with_counts(raw_dir: str | Path, data_cfg: Mapping[str, Any]) -> tupl
     vignettes = ingest_vignettes(raw_dir, mapping.get("vignettes"), counts["vignettes"])
     reappraisals = ingest_reappraisals(raw_dir, mapping.get("reappraisals"), counts["reappraisals"])
     ratings = ingest_ratings(raw_dir, mapping.get("ratings"), data_cfg["dimensions"], counts["ratings"])
+    warnings = []
+    for study in sorted(ratings["study"].unique()):
+        mine = (ratings["study"] == study).to_numpy()
+        variants = case_variants(ratings.loc[mine, "rater_id"].unique())
+        if variants and mapping["case_insensitive_ids"]:
+            ratings.loc[mine, "rater_id"] = ratings.loc[mine, "rater_id"].str.casefold()
+        elif variants:
+            shown = "; ".join(" / ".join(v) for v in variants[:5]) + (" ..." if len(variants) > 5 else "")
+            warnings.append(f"study {study}: {len(variants)} rater id(s) differ only by case ({shown}); they are "
+                            "read as different raters (set data.ingest.case_insensitive_ids: true if they are not)")
     check_references(vignettes, reappraisals, ratings)
     check_training_scenarios(vignettes, reappraisals)
     tables = {
@@ -241,7 +253,7 @@ def ingest_with_counts(raw_dir: str | Path, data_cfg: Mapping[str, Any]) -> tupl
         "reappraisals": strip_origin(reappraisals, REAPPRAISALS),
         "ratings": strip_origin(ratings, RATINGS),
     }
-    return tables, ingest_checks(tables, counts)
+    return tables, {**ingest_checks(tables, counts), "warnings": warnings}
 
 
 def ingest(raw_dir: str | Path, data_cfg: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
@@ -286,6 +298,8 @@ def cli_main(argv: Sequence[str]) -> int:
     cfg = parse_params(args.params)
     tables, checks = ingest_with_counts(args.raw_dir, cfg["data"])
     write_outputs(tables, args.out_dir, checks, args.checks)
+    for warning in checks["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
     print(
         f"ingest: {checks['rows']}; blank rating cells {checks['blank_rating_cells']}, "
         f"missing-code cells {checks['missing_code_cells']}, rows dropped by filters {checks['rows_dropped_by_filters']}"
