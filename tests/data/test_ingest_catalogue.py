@@ -98,6 +98,10 @@ BAD_INPUTS = [
     ("invalid_utf8", {"reapp.csv": b"rid,scen,answer\nr1,v1,Maybe.\nr2,v1,caf\xe9 \xff\nr3,v2,x\n"}, DATA_CFG, ["reapp.csv, line 3", "UTF-8", "data.ingest.reappraisals[0].encoding"]),
     ("empty_file", {"vignettes.csv": ""}, DATA_CFG, ["vignettes.csv", "empty"]),
     ("unknown_encoding", {}, cfg_with(f"{RATINGS_SRC}.encoding", "utf-9"), ["data.ingest.ratings[0].encoding", "utf-9"]),
+    # once silently wrong: a spreadsheet turned the ratings' 4.10 into 4.1, an existing reappraisal's id
+    ("ids_turned_into_numbers", {"reapp.csv": "rid,scen,answer\n4.1,v1,Maybe.\n4.10,v1,Ask.\n4.2,v2,Stress.\n4.3,v2,HR.\n",
+                                 "ratings.csv": "rater,rid,eff,emp\np1,4.1,5,4\np2,4.1,3,2\np2,4.2,6,6\np1,4.3,2,3\n"},
+     DATA_CFG, ["ratings.csv, line 2", "trailing zeros ('4.10')", "4.10 became 4.1", "as text"]),
     # once silently wrong: a semicolon-delimited file was "Expected 1 fields"
     ("semicolon_delimited_undeclared", {"ratings.csv": "rater;rid;eff;emp\np1;r1;5;4\n"}, DATA_CFG, ["ratings.csv, line 1", "delimiter: ';'", "data.ingest.ratings[0].delimiter"]),
     ("row_with_too_few_fields", {"ratings.csv": "rater,rid,eff,emp\np1,r1,5,4\np1,r2,3\n"}, DATA_CFG, ["ratings.csv, line 3", "3 field(s)", "has 4"]),
@@ -320,3 +324,13 @@ def test_rater_ids_that_differ_only_by_case_are_listed_or_folded_when_declared(t
         assert len(checks["warnings"]) == 1 and "P1 / p1" in checks["warnings"][0]
         assert "data.ingest.case_insensitive_ids" in checks["warnings"][0]
         assert [line for line in err.splitlines() if line.startswith("warning:")] == [f"warning: {checks['warnings'][0]}"]
+
+
+def test_numeric_mangling_is_told_apart_from_decimal_ids_kept_as_text():
+    from reappraisal.data.ids import numeric_mangling
+
+    defined = ["4.1", "4.10", "4.2", "4.190", "4.19"]
+    assert numeric_mangling(defined, ["4.1", "4.2", "4.19"]) == ["4.10", "4.190"]
+    assert numeric_mangling(defined, ["4.1", "4.10", "4.2"]) is None  # the zero-padded form survived: text
+    assert numeric_mangling(["r1", "r10"], ["r1"]) is None  # not decimals
+    assert numeric_mangling(["4.1", "4.2"], ["4.1"]) is None  # nothing a number could have lost

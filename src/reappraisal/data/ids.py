@@ -11,6 +11,7 @@ line the record starts on in its file: stable as long as the file is.
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Iterable, Sequence
 
 HASH_DIGITS = 16  # 64 bits: a collision among a million ids has probability ~3e-8
@@ -36,3 +37,17 @@ def case_variants(ids: Iterable[str]) -> list[list[str]]:
     for value in ids:
         groups.setdefault(str(value).casefold(), set()).add(str(value))
     return sorted(sorted(g) for g in groups.values() if len(g) > 1)
+
+
+_DECIMAL = re.compile(r"^-?\d+\.\d+$")
+
+
+def numeric_mangling(defined: Iterable[str], used: Iterable[str]) -> list[str] | None:
+    """The zero-padded decimal ids of ``defined`` (``4.10``) when ``used`` looks turned into numbers: every used id
+    a decimal, none ending in 0, and each zero-padded defined id's number (4.1) among the used; else None."""
+    defined, used = [str(v) for v in defined], [str(v) for v in used]
+    padded = sorted(v for v in defined if _DECIMAL.match(v) and v.endswith("0"))
+    if not padded or not used or not all(_DECIMAL.match(v) for v in used) or any(v.endswith("0") for v in used):
+        return None
+    as_numbers = {float(v) for v in used}
+    return padded if any(float(v) in as_numbers for v in padded) else None

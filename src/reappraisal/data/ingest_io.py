@@ -32,7 +32,7 @@ from ..atomic import atomic_path
 from ..errors import ConfigError, DataValidationError
 from ..config import with_defaults
 from ..params import parse_params
-from .ids import case_variants
+from .ids import case_variants, numeric_mangling
 from .leakage import normalized_text
 from .mapping import SourceView, collapse_distinct
 from .quoting import quote
@@ -186,6 +186,7 @@ def check_references(vignettes: pd.DataFrame, reappraisals: pd.DataFrame, rating
     if unknown_v.any():
         row = reappraisals.loc[unknown_v.idxmax()]
         raise _unknown_id("scenario id", row["vignette_id"], row, "reappraisals", vignettes, "vignette_id", "vignettes")
+    check_numeric_id_mangling(ratings, reappraisals)
     unknown_r = ~ratings["reappraisal_id"].isin(set(reappraisals["reappraisal_id"]))
     if unknown_r.any():
         row = ratings.loc[unknown_r.idxmax()]
@@ -203,6 +204,26 @@ def check_references(vignettes: pd.DataFrame, reappraisals: pd.DataFrame, rating
                 f"({where(own, 'reappraisals')})",
                 where=where(row, "ratings"),
             )
+
+
+def check_numeric_id_mangling(ratings: pd.DataFrame, reappraisals: pd.DataFrame) -> None:
+    """Stop on rating ids that a spreadsheet turned into numbers: the reappraisals hold decimal ids with trailing
+    zeros (``4.10``, ``4.190``), which a number cannot keep, and the ratings name decimal ids but never such a form
+    (``4.1``, ``4.19``): their ``4.10`` became ``4.1``, another, existing reappraisal (:func:`.ids.numeric_mangling`)."""
+    found = numeric_mangling(reappraisals["reappraisal_id"].astype(str).unique(),
+                             ratings["reappraisal_id"].astype(str).unique())
+    if found is None:
+        return
+    padded, numbers = found, {float(v) for v in found}
+    hit = ratings["reappraisal_id"].astype(str).map(lambda v: float(v) in numbers).to_numpy()
+    row = ratings.iloc[int(hit.argmax())]  # a rating row whose id may be a zero-padded one's
+    raise DataValidationError(
+        f"the reappraisals hold decimal ids with trailing zeros ({', '.join(map(quote, padded[:3]))}"
+        f"{' ...' if len(padded) > 3 else ''}) but the ratings' reappraisal ids are decimals that never end in 0: a "
+        f"spreadsheet read them as numbers ({padded[0]} became {float(padded[0])!r}), crediting their ratings to other "
+        "reappraisals; export the ratings' id column as text",
+        where=where(row, "ratings"),
+    )
 
 
 def check_training_scenarios(vignettes: pd.DataFrame, reappraisals: pd.DataFrame) -> None:
