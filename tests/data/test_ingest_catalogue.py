@@ -98,6 +98,13 @@ BAD_INPUTS = [
     ("invalid_utf8", {"reapp.csv": b"rid,scen,answer\nr1,v1,Maybe.\nr2,v1,caf\xe9 \xff\nr3,v2,x\n"}, DATA_CFG, ["reapp.csv, line 3", "UTF-8", "data.ingest.reappraisals[0].encoding"]),
     ("empty_file", {"vignettes.csv": ""}, DATA_CFG, ["vignettes.csv", "empty"]),
     ("unknown_encoding", {}, cfg_with(f"{RATINGS_SRC}.encoding", "utf-9"), ["data.ingest.ratings[0].encoding", "utf-9"]),
+    # once pointing the wrong way (missing_values): a decimal comma, and a Qualtrics export's two extra header rows
+    ("decimal_comma_undeclared", {"ratings.csv": 'rater,rid,eff,emp\np1,r1,"4,5",4\np1,r2,3,2\n'}, DATA_CFG,
+     ["ratings.csv, line 2", "'4,5'", "decimal comma", "data.ingest.ratings[0].decimal"]),
+    ("survey_header_rows_undeclared", {"ratings.csv": 'rater,rid,eff,emp\nRater,Item,How effective?,How empathic?\n'
+                                                      '{"ImportId":"r"},{"ImportId":"i"},{"ImportId":"QID1"},{"ImportId":"QID2"}\n'
+                                                      'p1,r1,5,4\np1,r2,3,2\n'}, DATA_CFG,
+     ["ratings.csv, line 2", "first 2 record(s)", "data.ingest.ratings[0].skip_rows_after_header: 2"]),
     # once silently wrong: a spreadsheet turned the ratings' 4.10 into 4.1, an existing reappraisal's id
     ("ids_turned_into_numbers", {"reapp.csv": "rid,scen,answer\n4.1,v1,Maybe.\n4.10,v1,Ask.\n4.2,v2,Stress.\n4.3,v2,HR.\n",
                                  "ratings.csv": "rater,rid,eff,emp\np1,4.1,5,4\np2,4.1,3,2\np2,4.2,6,6\np1,4.3,2,3\n"},
@@ -255,6 +262,10 @@ def _check_json_reappraisals(out, checks):
     assert len(_ratings(out)) == 8
 
 
+def _check_decimal_comma(out, checks):
+    assert sorted(_ratings(out).query("dimension == 'effectiveness'")["rating"]) == [2.5, 3.0, 4.5, 6.0]
+
+
 def _check_ratings_complete(out, checks):
     assert len(_ratings(out)) == 8
 
@@ -274,6 +285,8 @@ MESSY_BUT_VALID = [
     ("numeric_filter_matches_0_and_0.0", {"ratings.csv": "rater,rid,eff,emp,Progress\np1,r1,5,4,100\np1,r2,3,2,0\n"
                                                          "p2,r1,6,6,100.0\np2,r3,2,3,0.0\n"},
      cfg_with(f"{RATINGS_SRC}.filters", [{"column": "Progress", "not_equals": 0}]), _check_unfinished_dropped),
+    ("decimal_comma_declared", {"ratings.csv": 'rater,rid,eff,emp\np1,r1,"4,5",4\np1,r2,3,2\np2,r1,6,6\np2,r3,"2,5",3\n'},
+     cfg_with(f"{RATINGS_SRC}.decimal", ","), _check_decimal_comma),
     ("rating_scenario_agrees", {"ratings.csv": "rater,rid,scen,eff,emp\np1,r1,v1,5,4\np1,r2,v1,3,2\np2,r1, v1,6,6\np2,r3,v2,2,3\n"},
      RATINGS_WITH_SCENARIO_CFG, _check_ratings_complete),
     ("json_array_with_nested_fields", {"reapp.json": json_reappraisals(JSON_TEXTS)}, JSON_REAPP_CFG, _check_json_reappraisals),

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -138,12 +139,15 @@ def ingest_ratings(raw_dir: Path, sources, dimensions: Sequence[str], counts: li
         for view in views:
             long = reshape_ratings(view, dimensions).copy()
             counts.append(view.counts)
-            numeric = pd.to_numeric(long["rating"].astype(str).str.strip(), errors="coerce")
+            texts = long["rating"].astype(str).str.strip()
+            if source["decimal"] == ",":
+                texts = texts.str.replace(",", ".", regex=False)
+            numeric = pd.to_numeric(texts, errors="coerce")
             if numeric.isna().any():
                 row = long.loc[numeric.isna().idxmax()]
                 raise DataValidationError(
                     f"rating for {row['dimension']!r} must be a number, got {quote(row['rating'])}"
-                    f" (declare missing-value codes in config key '{key}.missing_values')",
+                    f" ({_not_a_number_hint(long, numeric, row, key)})",
                     where=_where_cell(row),
                 )
             out_of_scale = (numeric < lo) | (numeric > hi)
@@ -158,6 +162,22 @@ def ingest_ratings(raw_dir: Path, sources, dimensions: Sequence[str], counts: li
             frames.append(long)
     df = pd.concat(frames, ignore_index=True).sort_values(["_file", "_line", "_order"], kind="stable")
     return validate_table(df, RATINGS)
+
+
+_DECIMAL_COMMA = re.compile(r"^-?\d+,\d+$")
+
+
+def _not_a_number_hint(long: pd.DataFrame, numeric: pd.Series, row: pd.Series, key: str) -> str:
+    """The setting that most likely fixes a rating cell that is not a number: a decimal comma, header rows that
+    are not data (the first records fail, every later one is a number), else a missing-value code."""
+    if _DECIMAL_COMMA.match(str(row["rating"]).strip()):
+        return f"a decimal comma: declare config key '{key}.decimal: \",\"'"
+    bad = numeric.isna().groupby(long["_line"]).any()
+    leading = int(bad.cummin().sum())  # the file's first records, each with a cell that is not a number
+    if 0 < leading <= 3 and leading < len(bad) and not bad.iloc[leading:].any():
+        return (f"the first {leading} record(s) after the header are not data, as a survey tool's question-text and "
+                f"ImportId rows: declare config key '{key}.skip_rows_after_header: {leading}'")
+    return f"declare missing-value codes in config key '{key}.missing_values'"
 
 
 #: Files named when an error says where an id should have been defined.
