@@ -105,6 +105,9 @@ BAD_INPUTS = [
                                                       '{"ImportId":"r"},{"ImportId":"i"},{"ImportId":"QID1"},{"ImportId":"QID2"}\n'
                                                       'p1,r1,5,4\np1,r2,3,2\n'}, DATA_CFG,
      ["ratings.csv, line 2", "first 2 record(s)", "data.ingest.ratings[0].skip_rows_after_header: 2"]),
+    # once pointing the wrong way (format: jsonl): an array wrapped in an object, which records: unwraps
+    ("json_array_wrapped_in_an_object", {"reapp.json": json.dumps({"survey": "s1", "responses": json.loads(json_reappraisals(JSON_TEXTS))}, indent=2)},
+     JSON_REAPP_CFG, ["reapp.json, line 1", "wraps it in an object", "data.ingest.reappraisals[0].records: responses"]),
     # once silently wrong: a spreadsheet turned the ratings' 4.10 into 4.1, an existing reappraisal's id
     ("ids_turned_into_numbers", {"reapp.csv": "rid,scen,answer\n4.1,v1,Maybe.\n4.10,v1,Ask.\n4.2,v2,Stress.\n4.3,v2,HR.\n",
                                  "ratings.csv": "rater,rid,eff,emp\np1,4.1,5,4\np2,4.1,3,2\np2,4.2,6,6\np1,4.3,2,3\n"},
@@ -285,6 +288,9 @@ MESSY_BUT_VALID = [
     ("numeric_filter_matches_0_and_0.0", {"ratings.csv": "rater,rid,eff,emp,Progress\np1,r1,5,4,100\np1,r2,3,2,0\n"
                                                          "p2,r1,6,6,100.0\np2,r3,2,3,0.0\n"},
      cfg_with(f"{RATINGS_SRC}.filters", [{"column": "Progress", "not_equals": 0}]), _check_unfinished_dropped),
+    ("json_array_wrapped_in_an_object_declared",
+     {"reapp.json": json.dumps({"survey": "s1", "data": {"responses": json.loads(json_reappraisals(JSON_TEXTS))}}, indent=2)},
+     cfg_with("ingest.reappraisals.0.records", "data.responses", JSON_REAPP_CFG), _check_json_reappraisals),
     ("decimal_comma_declared", {"ratings.csv": 'rater,rid,eff,emp\np1,r1,"4,5",4\np1,r2,3,2\np2,r1,6,6\np2,r3,"2,5",3\n'},
      cfg_with(f"{RATINGS_SRC}.decimal", ","), _check_decimal_comma),
     ("rating_scenario_agrees", {"ratings.csv": "rater,rid,scen,eff,emp\np1,r1,v1,5,4\np1,r2,v1,3,2\np2,r1, v1,6,6\np2,r3,v2,2,3\n"},

@@ -307,8 +307,48 @@ def _flatten(value: Any, path: str, out: dict[str, str], where: str) -> None:
         _flatten(item, f"{path}.{name}" if path else name, out, where)
 
 
-def _json_records(text: str, rel: str, fmt: str) -> list[tuple[int, Any]]:
-    """(line the record starts on, record) for a JSON array of records or a JSON Lines file."""
+def _array_at(text: str, rel: str, path: str, key: str) -> int:
+    """Where the array at dotted ``path`` starts in the JSON object ``text`` holds (config key ``key``.records)."""
+    decoder = json.JSONDecoder()
+
+    def skip(i: int) -> int:
+        while i < len(text) and text[i] in " \t\r\n":
+            i += 1
+        return i
+
+    i, parts = skip(0), path.split(".")
+    for depth, part in enumerate(parts):
+        if not text.startswith("{", i):
+            raise DataValidationError(f"records path {path!r}: {'.'.join(parts[:depth]) or 'the file'} is not a JSON "
+                                      "object", where=f"config key '{key}.records'")
+        i, found, names = skip(i + 1), None, []
+        while not text.startswith("}", i):
+            try:
+                name, i = decoder.raw_decode(text, i)
+                i = skip(i)
+                if not text.startswith(":", i):
+                    raise ValueError
+                i = skip(i + 1)
+                if name == part:
+                    found = i
+                    break
+                names.append(name)
+                _, i = decoder.raw_decode(text, i)
+            except ValueError:
+                raise DataValidationError("malformed JSON", where=f"{rel}, line {text.count(chr(10), 0, i) + 1}") from None
+            i = skip(i)
+            if text.startswith(",", i):
+                i = skip(i + 1)
+        if found is None:
+            raise DataValidationError(f"records path {path!r}: no member {part!r} (members: {quote_list(names, 8)})",
+                                      where=f"config key '{key}.records'")
+        i = found
+    return i
+
+
+def _json_records(text: str, rel: str, fmt: str, start: int = 0, records_key: str | None = None,
+                  ) -> list[tuple[int, Any]]:
+    """(line the record starts on, record) for a JSON array of records (at offset ``start``) or a JSON Lines file."""
     if fmt == "jsonl":
         records = []
         for line, raw in enumerate(text.split("\n"), start=1):
@@ -329,9 +369,9 @@ def _json_records(text: str, rel: str, fmt: str) -> list[tuple[int, Any]]:
     def line_of(i: int) -> int:
         return text.count("\n", 0, i) + 1
 
-    i = skip(0)
+    i = skip(start)
     if not text.startswith("[", i):
-        hint = " (one record per line is format: jsonl)" if text.startswith("{", i) else ""
+        hint = _wrapped_hint(text, records_key) if text.startswith("{", i) and start == 0 else ""
         raise DataValidationError(f"a JSON source holds one array of records, [{{...}}, ...]{hint}", where=f"{rel}, line {line_of(i)}")
     records, i, line, counted = [], skip(i + 1), 1, 0
     if text.startswith("]", i):
@@ -353,9 +393,24 @@ def _json_records(text: str, rel: str, fmt: str) -> list[tuple[int, Any]]:
                 break
             else:
                 raise DataValidationError("malformed JSON (expected ',' or ']' after a record)", where=f"{rel}, line {line_of(i)}")
-    if i < len(text):
+    if i < len(text) and start == 0:
         raise DataValidationError("malformed JSON (text after the array of records)", where=f"{rel}, line {line_of(i)}")
     return records
+
+
+def _wrapped_hint(text: str, key: str | None) -> str:
+    """What to declare for a file that is a JSON object: the member holding an array of objects (records: name),
+    or format jsonl when the file is one object per line."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError:
+        return " (one record per line is format: jsonl)"
+    arrays = [name for name, value in document.items()
+              if isinstance(value, list) and value and all(isinstance(v, dict) for v in value)]
+    if arrays:
+        return (f" (this file wraps it in an object: declare config key '{key}.records: {arrays[0]}')" if key else
+                f" (this file wraps it in an object: declare records: {arrays[0]})")
+    return " (one record per line is format: jsonl)"
 
 
 def _read_json(path: Path, rel: str, source: Mapping[str, Any], key: str) -> RawTable:
@@ -366,7 +421,12 @@ def _read_json(path: Path, rel: str, source: Mapping[str, Any], key: str) -> Raw
     if not data.strip():
         raise DataValidationError("file is empty", where=rel)
     rows, lines, header = [], [], {}
-    for line, record in _json_records(_decode(data, source["encoding"], rel, key), rel, fmt):
+    text = _decode(data, source["encoding"], rel, key)
+    records_path = source.get("records")
+    if records_path and fmt != "json":
+        raise DataValidationError(f"records: applies to format json, not {fmt!r}; remove it", where=f"config key '{key}.records'")
+    start = _array_at(text, rel, records_path, key) if records_path else 0
+    for line, record in _json_records(text, rel, fmt, start, key):
         where = f"{rel}, line {line}"
         if not isinstance(record, dict):
             raise DataValidationError(f"a record must be a JSON object ({{...}}), got {type(record).__name__}", where=where)
