@@ -265,3 +265,16 @@ def test_demo_split_keeps_identical_texts_on_one_side(targets, data_pipeline):
     assert summary == {**summary, "groups": 18, "reappraisals": 46, "across_scenarios": 18, "pairs_dropped": {"train": 0, "val": 0}}
     leakage = json.loads((data_pipeline / "results/data/leakage.json").read_text())
     assert leakage["val_train_copies"] == [] and leakage["ok"]
+
+
+def test_a_scenario_left_without_texts_by_too_few_ratings_says_so_and_names_the_setting():
+    rows = [(f"v1_{k}", "v1", f"Text {k}.") for k in range(10)] + [(f"v2_{k}", "v2", f"Other {k}.") for k in range(3)]
+    targets = targets_frame(rows)
+    targets.loc[targets["vignette_id"] == "v2", "n_effectiveness"] = 1  # rated once each, below the minimum
+    from reappraisal.data.split import TooFewTexts
+
+    with pytest.raises(TooFewTexts) as info:
+        assign_splits(targets, ["v1", "v2"], seed=0, **{**SPLIT_ARGS, "min_ratings": 2})
+    message = str(info.value)
+    assert "'v2' has 0 usable" in message and "3 of its 3 human reappraisal(s) have fewer than 2" in message
+    assert info.value.key == "split.min_ratings_per_reappraisal"

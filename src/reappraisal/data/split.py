@@ -57,6 +57,14 @@ def build_targets(reappraisals: pd.DataFrame, ratings_z: pd.DataFrame, dimension
     return out
 
 
+class TooFewTexts(ValueError):
+    """A training scenario cannot be in train and val; ``key``: the config key behind it, when one is."""
+
+    def __init__(self, message: str, key: str | None = None):
+        super().__init__(message)
+        self.key = key
+
+
 def assign_splits(
     targets: pd.DataFrame,
     train_vignettes: Sequence[str],
@@ -85,9 +93,14 @@ def assign_splits(
         keys = key.loc[rows].to_numpy(dtype=object)
         groups = list(dict.fromkeys(keys))  # in the order of their first row
         if len(groups) < 2:
-            raise ValueError(
-                f"scenario {vid!r} has {len(rows)} usable human reappraisal(s) with {len(groups)} distinct text(s); "
-                "at least 2 distinct texts are needed so it appears in train and val"
+            human = ~(non_human | explicitly_held) & (out["vignette_id"] == vid)
+            few = int((human & ~eligible).sum())
+            why = (f"; {few} of its {int(human.sum())} human reappraisal(s) have fewer than {min_ratings} "
+                   f"{primary_dimension} rating(s) (split.min_ratings_per_reappraisal)") if few else ""
+            raise TooFewTexts(
+                f"scenario {vid!r} has {len(rows)} usable human reappraisal(s) with {len(groups)} distinct text(s){why}; "
+                "at least 2 distinct texts are needed so it appears in train and val",
+                key="split.min_ratings_per_reappraisal" if few else None,
             )
         size = {g: int((keys == g).sum()) for g in groups}
         n_val = min(max(1, int(round(val_fraction * len(rows)))), len(rows) - 1)

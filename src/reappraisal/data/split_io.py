@@ -36,7 +36,8 @@ def cli_main(argv: Sequence[str]) -> int:
             seed=cfg["seed"],
         )
     except ValueError as exc:
-        raise DataValidationError(str(exc), where=args.reappraisals) from None
+        key = getattr(exc, "key", None)
+        raise DataValidationError(str(exc), where=f"config key '{key}'" if key else args.reappraisals) from None
     pairs = build_pairs(
         targets,
         primary_dimension=data_cfg["primary_dimension"],
