@@ -126,3 +126,26 @@ def test_confirm_reproduces_on_the_registered_files_and_refuses_an_edited_regist
     proc = _confirm(repo, tmp_path / "edited")
     assert proc.returncode != 0 and "changed after the confirmation answers were generated" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "edited/confirmation.json").exists()
+
+
+def test_a_registration_edited_after_its_confirmation_is_refused_on_the_spent_pool(demo_run, tmp_path):
+    """Edit the bar once the result is known, ask Snakemake for the confirmation again: the answers are generated
+    anew under the edited registration, and confirm refuses in one line naming the earlier attempt."""
+    repo = tmp_path / "repo"
+    shutil.copytree(demo_run, repo, symlinks=True)
+    built = json.loads((repo / "results/confirm/confirmation.json").read_text())
+    assert [a["preregistration_sha256"] for a in built["attempts"]] == [built["preregistration_sha256"]]
+    assert built["attempts"][0]["verdict"] == built["verdict"] and built["attempts"][0]["pool"] == built["pool"]
+    ledger = repo / "results/confirm/attempts.jsonl"
+    before = ledger.read_text()
+    prereg = repo / "results/confirm/preregistration.yaml"
+    prereg.write_text(prereg.read_text().replace("bar: 0.5", "bar: 0.1"))
+    proc = subprocess.run([PYTHON, "-m", "snakemake", "--cores", "1", "results/confirm/confirmation.json"], cwd=repo,
+                          capture_output=True, text=True, env=env_with_venv(), timeout=900)
+    assert proc.returncode != 0
+    errors = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("error:")]
+    assert errors and "this confirmation pool was spent by the attempt of" in errors[0]
+    assert "evaluation.confirmation_pool.scenarios" in errors[0]
+    assert ledger.read_text() == before  # the refused attempt added nothing
+    table = pd.read_csv(repo / "results/summary/tables/confirmation.csv")
+    assert table["attempts"].tolist() == [1]  # the report's confirmation table counts the ledger's attempts

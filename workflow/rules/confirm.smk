@@ -63,6 +63,7 @@ rule confirm:
         cfg=lambda w: section_file("evaluation", "policy", "summary"),
         checkpoints=lambda w: json.dumps(get_candidate_checkpoints(), sort_keys=True),
         cache="results/confirm/cache",  # replies, not an output: a failed stage resumes
+        attempts="results/confirm/attempts.jsonl",  # the ledger of attempts: not an output, never deleted
     resources:
         judge=1,
     log:
@@ -72,7 +73,8 @@ rule confirm:
     shell:
         "python -m reappraisal confirm --preregistration {input.preregistration} --generations {input.generations}"
         " --checkpoints {params.checkpoints:q} --targets {input.targets} --vignettes {input.vignettes}"
-        " --calibration {input.calibration} --cache-dir {params.cache} --out {output.confirmation}"
+        " --calibration {input.calibration} --cache-dir {params.cache} --attempts {params.attempts}"
+        " --out {output.confirmation}"
         " --judgments {output.judgments} --contests {output.contests} --params {params.cfg:q} 2>&1 | tee {log}"
 
 

@@ -3,6 +3,11 @@
 Refuses (one line, nothing written) when the pre-registration is not the one
 the confirmation answers were generated under (its sha256 is in every row),
 or when the selected system's checkpoint files no longer hash as registered.
+A confirmation spends its pool (:mod:`.attempts`): every attempt is appended
+to the ledger ``--attempts`` (not an output: Snakemake never deletes it), and
+an attempt on a pool an earlier attempt under another registration used is
+refused in one line naming that attempt. ``confirmation.json`` lists every
+attempt of the ledger, earlier ones first.
 Otherwise it draws the contests of the registered system against the
 registered opponent on the confirmation scenarios (every run), has the
 registered judge judge each in both orders through its own reply cache, and
@@ -14,14 +19,16 @@ contests and ``results/confirm/confirmation.json``.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 
-from ..atomic import write_json, write_parquet
+from ..atomic import cut_torn_tail, write_json, write_parquet
 from ..config import sections_with_defaults
 from ..errors import PipelineInputError
 from ..evaluation.backends import judge_fingerprint, make_backend
@@ -37,10 +44,34 @@ from ..input_tables import read_table
 from ..json_values import json_ready
 from ..params import parse_params
 from ..training import set_cpu_threads
+from .attempts import attempt_record, describe, is_recorded, pool_id, spent_by
 from .confirmation import confirmation_result
 from .generation_io import read_preregistration
 from .preregistration import check_unchanged
 from .preregistration_io import checkpoint_folders, checkpoint_hashes
+
+
+def read_attempts(path: Path) -> list[dict]:
+    """The ledger's attempts, oldest first (a line a kill cut off is left out)."""
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        if line.endswith("\n"):
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+    return out
+
+
+def append_attempt(path: Path, attempt: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cut_torn_tail(path)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(json_ready(attempt), sort_keys=True) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def recorded_sha256(generations: pd.DataFrame, where: str) -> str:
@@ -88,6 +119,8 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     for name in ("preregistration", "generations", "checkpoints", "targets", "vignettes", "calibration", "cache-dir",
                  "out", "judgments", "contests", "params"):
         ap.add_argument(f"--{name}", required=True)
+    ap.add_argument("--attempts", default=None,
+                    help="the ledger of confirmation attempts (JSON lines; default: attempts.jsonl beside --out)")
     args = ap.parse_args(argv)
     params = sections_with_defaults(parse_params(args.params), "evaluation", "policy", "summary")
     set_cpu_threads(params["evaluation"]["cpu_threads"])
@@ -102,10 +135,23 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     check_unchanged(document, checkpoint_hashes(checkpoint_folders(checkpoints[system])), where=args.preregistration,
                     recorded_document_sha256=recorded, document_sha256=sha)
     check_calibrated([str(document["judge"])], json.loads(Path(args.calibration).read_text()))
+    ledger = Path(args.attempts) if args.attempts else Path(args.out).with_name("attempts.jsonl")
+    attempts = read_attempts(ledger)
+    pool = pool_id(generations["vignette_id"])
+    earlier = spent_by(attempts, pool=pool, registration_sha256=sha)
+    if earlier is not None:
+        raise PipelineInputError(
+            f"this confirmation pool was spent by the attempt of {describe(earlier)}; a registration changed after "
+            "its pool was used cannot be tested on it again: declare a new pool "
+            "(evaluation.confirmation_pool.scenarios) for a new registration", where=args.preregistration)
     judgments, contests, result = confirm(document, generations, read_table(args.targets), read_table(args.vignettes),
                                           params, cache_dir=Path(args.cache_dir))
+    if not is_recorded(attempts, pool=pool, registration_sha256=sha):
+        attempts.append(attempt_record(result, pool=pool, registration_sha256=sha,
+                                       date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")))
+        append_attempt(ledger, attempts[-1])
     result = {**result, "preregistration_sha256": sha, "preregistration": args.preregistration,
-              "generations": args.generations}
+              "generations": args.generations, "pool": pool, "attempts": attempts}
     write_parquet(judgments, args.judgments)
     write_parquet(contests, args.contests)
     write_json(json_ready(result), args.out)

@@ -39,7 +39,8 @@ def checkpoint_folders(entry: Mapping) -> list[str]:
 
 
 def checkpoint_hashes(dirs: Sequence[str | Path]) -> dict[str, str]:
-    """sha256 of every file under each folder (or of the file itself), by path."""
+    """sha256 of every file under each folder (or of the file itself), by path; Snakemake's markers
+    (``.snakemake_timestamp``) are not the model's files and are left out."""
     out = {}
     for d in dirs:
         d = Path(d)
@@ -48,7 +49,7 @@ def checkpoint_hashes(dirs: Sequence[str | Path]) -> dict[str, str]:
             continue
         if not d.is_dir():
             raise PipelineInputError("checkpoint folder is missing", where=str(d))
-        for f in sorted(p for p in d.rglob("*") if p.is_file()):
+        for f in sorted(p for p in d.rglob("*") if p.is_file() and not p.name.startswith(".snakemake")):
             out[f.as_posix()] = file_digests(f)[0]
     return out
 

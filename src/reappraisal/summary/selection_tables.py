@@ -27,6 +27,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from reappraisal import stats
+from reappraisal.confirm.attempts import describe
 
 from .evaluation_tables import SCENARIO, Settings, _headline_numbers, _row_sources, _stats_view, _text
 from .summary_table import Table, not_computable
@@ -207,7 +208,7 @@ def selection_table(contests: pd.DataFrame, s: Settings, sources_by_run, preregi
 CONFIRMATION_COLUMNS = ["system", "opponent", "judge", "candidates", "selection_scenarios", "selection_estimate",
                         "expected_inflation", "shrunk_estimate", "scenarios", "contests", "win_rate", "ci_low",
                         "ci_high", "bar", "signflip_p_bar", "signflip_min_p", "verdict", "drop_from_selection",
-                        "interval_method", "preregistered_on", "note"]
+                        "interval_method", "preregistered_on", "attempts", "note"]
 
 
 def confirmation_table(s: Settings, result: Mapping | None, preregistration: Mapping | None,
@@ -218,12 +219,17 @@ def confirmation_table(s: Settings, result: Mapping | None, preregistration: Map
     if not result or not preregistration:
         return not_computable("confirmation", title, caption, estimand, CONFIRMATION_COLUMNS,
                               "no confirmation (evaluation.confirmation_pool.enabled is false)")
-    row = {k: result.get(k) for k in CONFIRMATION_COLUMNS if k in result}
-    row.update(preregistered_on=str(preregistration.get("date")), note=None)
+    row = {k: result.get(k) for k in CONFIRMATION_COLUMNS if k in result and k != "attempts"}
+    attempts = list(result.get("attempts") or [])
+    earlier = [a for a in attempts if (a.get("pool"), a.get("preregistration_sha256"))
+               != (result.get("pool"), result.get("preregistration_sha256"))]
+    row.update(preregistered_on=str(preregistration.get("date")), attempts=max(1, len(attempts)),
+               note=("earlier attempts, on other pools: " + "; ".join(describe(a) for a in earlier)) if earlier else None)
     display = [("system", ("system",)), ("opponent", ("opponent",)), ("of K candidates", ("candidates",)),
                ("selection estimate", ("selection_estimate",)), ("expected inflation", ("expected_inflation",)),
                ("selection - inflation", ("shrunk_estimate",)), ("confirmation win rate", ("win_rate",)),
                (f"{percent(float(result['confidence']))} CI", ("ci_low", "ci_high")), ("bar", ("bar",)),
-               ("sign-flip p vs bar", ("signflip_p_bar",)), ("verdict", ("verdict",))]
+               ("sign-flip p vs bar", ("signflip_p_bar",)), ("verdict", ("verdict",)),
+               ("attempts (ledger)", ("attempts",))]
     return Table("confirmation", title, caption, estimand, pd.DataFrame([row], columns=CONFIRMATION_COLUMNS),
                  [tuple(sources)], display=display)
