@@ -37,3 +37,10 @@ def demo_run(tmp_path_factory) -> Path:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "recorded" in proc.stdout and "stage(s) in dvc.lock" in proc.stdout, proc.stdout[-2000:]
     return repo
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test that uses the demo build (``demo_run``, directly or through another fixture) is marked ``demo``."""
+    for item in items:
+        if "demo_run" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.demo)
