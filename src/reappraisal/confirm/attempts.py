@@ -45,4 +45,4 @@ def describe(attempt: Mapping) -> str:
     figures = f" {rate:.3f} [{attempt['ci_low']:.3f}, {attempt['ci_high']:.3f}] vs bar {attempt['bar']}" if isinstance(
         rate, (int, float)) else ""
     return (f"{attempt['date']}, registration {attempt['preregistration_sha256'][:12]}, pool {attempt['pool'][:12]}:"
-            f"{figures} {str(attempt.get('verdict', '')).replace('_', ' ')}")
+            f"{figures} {str(attempt['verdict']).replace('_', ' ')}")
