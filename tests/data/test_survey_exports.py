@@ -270,12 +270,12 @@ def test_qualtrics_matrix_export_gives_the_demo_tables(tmp_path, capsys, demo_cf
 
 
 # ---------------------------------------------------------------------------------------------
-# The README's worked mapping runs as written
+# The worked mapping of docs/paper.md runs as written
 # ---------------------------------------------------------------------------------------------
 
 
 def readme_mapping() -> dict:
-    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    text = (REPO_ROOT / "docs" / "paper.md").read_text(encoding="utf-8")
     start = text.index("A worked mapping for a long-form export")
     block = text[text.index("```yaml", start) + len("```yaml") : text.index("```", text.index("```yaml", start) + 7)]
     return yaml.safe_load(block)["presets"]["paper"]["data"]["ingest"]
@@ -405,16 +405,16 @@ def test_json_lines_export_with_nested_fields_gives_the_demo_tables(tmp_path, ca
 
 
 # ---------------------------------------------------------------------------------------------
-# The README's --configfile command runs as written (the option takes every word after it)
+# The --configfile command of docs/paper.md runs as written (the option takes every word after it)
 # ---------------------------------------------------------------------------------------------
 
 
 def test_readme_configfile_command_keeps_its_target():
     from snakemake.cli import get_argument_parser
 
-    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    text = (REPO_ROOT / "docs" / "paper.md").read_text(encoding="utf-8")
     commands = [line.strip() for line in text.splitlines() if line.strip().startswith("snakemake") and "--configfile" in line]
-    assert commands, "the README shows no snakemake command with --configfile"
+    assert commands, "docs/paper.md shows no snakemake command with --configfile"
     parser = get_argument_parser()
     for command in commands:
         args = parser.parse_args(command.split()[1:])
