@@ -28,7 +28,9 @@ Every trainer here is a ``transformers.Trainer`` (TRL's ``SFTTrainer`` and
   start time into it. The caller keeps it for the whole stage (training and
   export: ``with open_work_dir(...) as work:``). A second opener (a rerun
   while a trainer orphaned by a killed pipeline still runs) logs one line
-  naming the holder and waits for it, then resumes from what it left;
+  naming the holder and waits for it, then resumes from what it left, or,
+  when the holder finished the same run, takes its outputs
+  (:class:`~reappraisal.errors.FinishedElsewhere`: a done marker in the lock file);
   ``wait=False`` (or a number of seconds) refuses instead. A lock file left
   by a dead process holds no lock and never blocks.
 * **Segments.** Every ``trainer.train`` call is a segment, recorded in the
