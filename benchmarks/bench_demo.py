@@ -32,6 +32,9 @@ from datetime import datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+from reappraisal import numerics  # this checkout's package
+
 _STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 _RULE = re.compile(r"^(?:local)?rule (\w+):$")
 _DONE = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)$")
@@ -58,8 +61,9 @@ def rule_seconds(log: str) -> dict[str, float]:
     return totals
 
 
-#: The variables the package pins (reappraisal.numerics.PINNED): a run with the pin off must not inherit them.
-PINNED = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA")
+#: The variables the package pins: a run with the pin off must not inherit them (the runs' own environment is
+#: built from this process's, which importing the package pinned too).
+PINNED = tuple(numerics.PINNED)
 
 
 def one_run(commit: str, cores: int, extra_env: dict[str, str] | None = None) -> tuple[float, dict[str, float]]:

@@ -263,5 +263,5 @@ def test_dvc_exp_run_in_a_temporary_copy_reruns_only_what_a_setting_reaches(demo
     shown = pd.read_csv(io.StringIO(dvc(demo_copy, "exp", "show", "--csv").stdout))
     exp = shown[shown["Experiment"] == "conf90"]
     base = shown[shown["rev"] == "workspace"]
-    key = next(c for c in shown.columns if c == "headline.committee vs base-policy.ci_low")
+    key = "headline.committee vs base-policy.ci_low"
     assert len(exp) == 1 and float(exp[key].iloc[0]) != float(base[key].iloc[0])  # a narrower interval
