@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "generate-best-of-n": "reappraisal.evaluation.best_of_n_io:cli_main",
     "judge": "reappraisal.evaluation.judging_io:cli_main",
     "forget-unparsed-replies": "reappraisal.evaluation.forget_io:cli_main",
+    "gold": "reappraisal.data.gold_io:cli_main",
     "preregister": "reappraisal.confirm.preregistration_io:cli_main",
     "generate-confirmation": "reappraisal.confirm.generation_io:cli_main",
     "confirm": "reappraisal.confirm.confirmation_io:cli_main",

@@ -11,6 +11,8 @@ import pytest
 import yaml
 
 from reappraisal.data import demo_generator as gen
+from reappraisal.data.demo_quality import sentence_count
+from reappraisal.sentences import count_sentences
 
 DEMO = Path(__file__).resolve().parents[2] / "data" / "demo"
 DIMS = ("effectiveness", "empathy", "novelty", "specificity")
@@ -159,7 +161,7 @@ def test_vignettes(vignettes):
     assert set(vignettes.emotion) <= {"sadness", "fear", "anger"}
     assert set(train.emotion) == {"sadness", "fear", "anger"}
     for text in vignettes.text:
-        assert 2 <= gen.count_sentences(text) <= 4, text
+        assert 2 <= count_sentences(text) <= 4, text
         assert re.match(r"^(You|Your|I|My|At|A)\b", text), text
         assert re.search(r"\b(you|your|I|my|me)\b", text, re.IGNORECASE), text
 
@@ -176,7 +178,7 @@ def test_human_reappraisals(humans, vignettes):
     assert (humans.text.str.strip() != "").all()
     assert not humans.duplicated(["vignette_id", "text"]).any()
     # texts vary: many distinct sentence skeletons, 1..5 sentences
-    n_sent = humans.text.map(gen.count_sentences)
+    n_sent = humans.text.map(count_sentences)
     assert n_sent.min() == 1 and n_sent.max() >= 4
     assert (n_sent <= 2).mean() > 0.5
 
@@ -194,7 +196,7 @@ def test_gpt4_references(gpt4, vignettes):
     assert set(counts.index) == set(vignettes.loc[vignettes.pool == "train", "vignette_id"])
     assert counts.between(1, 3).all()
     for text in gpt4.text:
-        assert gen.count_sentences(text) <= 2
+        assert count_sentences(text) <= 2
         assert re.search(r"\byou(r|rs|rself)?\b", text, re.IGNORECASE)
 
 
@@ -287,31 +289,27 @@ def test_quality_is_visible_in_the_ratings(ratings, quality):
     assert all(v > 0.2 for v in per_dim.values())
 
 
-def test_quality_is_driven_by_text_features(humans, vignettes, quality):
+def test_quality_is_the_worlds_reading_of_the_text(humans, vignettes, quality):
+    from reappraisal.data.demo_gold import gold_quality
+
     feats = read("truth/reappraisal_features.csv").set_index("reappraisal_id")
     h = humans.set_index("reappraisal_id")
+    scenario = vignettes.set_index("vignette_id").text
+    # the reading's components are really read off the text, and the latent quality is that reading plus noise
+    expected = np.array([gold_quality(t, scenario[v]) for t, v in zip(h.text, h.vignette_id)])
+    assert (feats.loc[h.index].n_sentences.astype(int) == h.text.map(sentence_count)).all()
+    noise = quality[h.index].to_numpy() - expected
+    assert abs(noise.mean()) < 0.1 and 0.3 < noise.std() < 0.8
+    # the components vary in the data (the world is not one feature)
     x = feats.loc[h.index]
-    # the features are really read off the text
-    assert (x.second_person.astype(int) == h.text.str.contains(r"\byou(?:r|rself)?\b", case=False)).all()
-    assert (x.n_sentences.astype(int) == h.text.map(gen.count_sentences)).all()
-    q = quality[h.index]
-    X = np.column_stack([
-        np.ones(len(x)),
-        x.second_person.astype(float),
-        np.minimum(x.specific_hits.astype(float), gen.SPECIFIC_CAP),
-        x.alternative.astype(float),
-        np.maximum(x.n_sentences.astype(float) - 2, 0),
-    ])
-    coef, *_ = np.linalg.lstsq(X, q.to_numpy(), rcond=None)
-    assert coef[1] > 0.2 and coef[2] > 0.1 and coef[3] > 0.2 and coef[4] < -0.1
-    # each feature varies in the data
-    for col in ("second_person", "alternative"):
-        assert 0.2 < x[col].astype(int).mean() < 0.8
-    assert (x.specific_hits.astype(int) > 0).mean() > 0.2
+    for col in ("address", "alternative", "relevance", "length_factor"):
+        assert x[col].astype(float).std() > 0.15, col
 
 
-def test_gpt4_references_are_high_quality(humans, gpt4, quality):
-    assert quality[gpt4.reappraisal_id].mean() > quality[humans.reappraisal_id].mean() + 1.0
+def test_gpt4_references_are_above_most_humans(humans, gpt4, quality):
+    q_h = quality[humans.reappraisal_id]
+    q_g = quality[gpt4.reappraisal_id]
+    assert q_h.quantile(0.5) < q_g.mean() < q_h.max()
 
 
 def test_rater_severity_is_recoverable(ratings):

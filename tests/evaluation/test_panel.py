@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reappraisal.data.demo_gold import RatingModel, gold_quality, panel_majority_probability
+from reappraisal.data.demo_gold import RatingModel, gold_quality, gold_reading, panel_majority_probability, world_scenario
 from reappraisal.errors import ConfigError
 from reappraisal.evaluation.backends import make_backend
 from reappraisal.evaluation.judge_spec import load_judge, spec_from_mapping
@@ -136,13 +136,15 @@ def test_a_panel_judge_needs_a_pattern_that_reads_its_reply():
         spec_from_mapping("bad-panel", raw, where="bad-panel.yaml")
 
 
-def test_gold_quality_follows_the_planted_features():
+def test_gold_quality_follows_the_worlds_reading():
     scenario = pd.read_csv(DEMO / "vignettes.csv").set_index("vignette_id").loc["v01", "text"]
-    good = "Maybe Jordan mixed up the date of your birthday dinner."
+    good = "Maybe Jordan mixed up the date of your birthday dinner. You can ask about it calmly when you are ready."
     plain = "Jordan mixed up the date of the birthday dinner."
     rambling = good + " I keep thinking. Things happen. Whatever. It is late."
     assert gold_quality(good, scenario) > gold_quality(plain, scenario) > gold_quality("", scenario)
     assert gold_quality(rambling, scenario) < gold_quality(good, scenario)
-    # an OOD scenario's own words count as its keywords
+    # an OOD scenario's own words count as its keywords, its capitalized words as its people
     ood = "My roommate Keiko ate the leftovers I had labeled with my name."
-    assert gold_quality("Maybe Keiko thought the leftovers were shared.", ood) > gold_quality("Maybe it was shared.", ood)
+    specific, generic = gold_reading("Maybe Keiko thought the leftovers were shared.", ood), gold_reading("Maybe it was shared.", ood)
+    assert specific.relevance > generic.relevance == 0.0
+    assert world_scenario(ood).people == ("keiko",)

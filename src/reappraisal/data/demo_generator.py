@@ -30,7 +30,8 @@ import csv
 import io
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
@@ -38,8 +39,9 @@ import numpy as np
 import yaml
 
 from reappraisal.atomic import atomic_path
+from reappraisal.data.demo_quality import WEIGHTS as QUALITY_WEIGHTS
+from reappraisal.data.demo_quality import FluencyModel, QualityReading, Scenario, read_quality
 from reappraisal.markdown_templates import markdown_environment
-from reappraisal.sentences import count_sentences
 
 DEFAULT_SEED = 20250101
 DATA_ORIGIN = "SYNTHETIC demo data - not from the study"
@@ -103,15 +105,10 @@ TARGET_ITEMS_PER_RATER = 30
 OPPONENT_MODELS = ("deepseek-r1", "qwen2.5-72b")
 GPT4_MODEL = "gpt-4-0314"
 
-# Latent quality (before standardization) = sum of these feature weights + noise.
-QUALITY_WEIGHTS = {
-    "second_person": 0.90,
-    "specific_hits": 0.45,  # per distinct scenario keyword, capped at SPECIFIC_CAP
-    "alternative": 1.00,
-    "extra_sentences": -0.60,  # per sentence beyond two
-}
-SPECIFIC_CAP = 3
+# Latent quality (before standardization) = the world's reading of the text (demo_quality) + noise.
 QUALITY_NOISE_SD = 0.5
+#: The reading's components written to truth/reappraisal_features.csv.
+READING_COLUMNS = tuple(f.name for f in fields(QualityReading))
 
 
 # --------------------------------------------------------------------------
@@ -173,12 +170,10 @@ SENTENCE_COUNT_PROBS = (0.30, 0.35, 0.17, 0.11, 0.07)
 OPPONENT_SHORT = {"deepseek-r1": "r1", "qwen2.5-72b": "qwen"}
 
 # --------------------------------------------------------------------------
-# Text features (the planted drivers of quality)
+# The world's quality of a text (the planted truth; see demo_quality)
 # --------------------------------------------------------------------------
 
 _WORD = re.compile(r"[a-z0-9]+")
-_SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself)\b", re.IGNORECASE)
-_ALTERNATIVE = re.compile(r"\b(maybe|perhaps|possibly|could be that|possible that)\b", re.IGNORECASE)
 
 
 def tokens(text: str) -> list[str]:
@@ -186,25 +181,48 @@ def tokens(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def text_features(text: str, keywords: Sequence[str]) -> dict[str, int]:
-    """The textual features that drive the planted latent quality."""
-    words = set(tokens(text))
-    return {
-        "second_person": int(bool(_SECOND_PERSON.search(text))),
-        "specific_hits": sum(1 for k in keywords if k in words),
-        "alternative": int(bool(_ALTERNATIVE.search(text))),
-        "n_sentences": count_sentences(text),
-    }
+def _all_persons(template: str) -> list[str]:
+    return [_cap(_fill(template, p)) for p in PERSONS]
 
 
-def raw_quality(features: dict[str, int]) -> float:
-    w = QUALITY_WEIGHTS
-    return (
-        w["second_person"] * features["second_person"]
-        + w["specific_hits"] * min(features["specific_hits"], SPECIFIC_CAP)
-        + w["alternative"] * features["alternative"]
-        + w["extra_sentences"] * max(0, features["n_sentences"] - 2)
-    )
+def world_sentences() -> list[str]:
+    """The world's phrase bank: every sentence the demo's texts can be made of (the fluency model's corpus)."""
+    out: list[str] = []
+    for template in ALT_TEMPLATES:
+        for ref in GENERIC_REFS:
+            for clause in GENERIC_ALTS:
+                out += _all_persons(template.replace("{ref}", ref).replace("{clause}", clause))
+    for bank in (GENERIC_COPING, FILLER):
+        for template in bank:
+            out += _all_persons(template)
+    for v in TRAIN_VIGNETTES + OOD_VIGNETTES:
+        out.append(v.text)
+        for template in ALT_TEMPLATES:
+            for clause in v.specific_alts:
+                out += _all_persons(template.replace("{ref}", v.name).replace("{clause}", clause))
+        for template in v.specific_coping:
+            out += _all_persons(template)
+        out += list(v.gpt4)
+    out += [o["text"] for o in _opponent_answers()]
+    return out
+
+
+@lru_cache(maxsize=1)
+def fluency_model() -> FluencyModel:
+    """The world's word bigram model, fitted to :func:`world_sentences`."""
+    return FluencyModel(world_sentences())
+
+
+def scenario_of(v: Vignette) -> Scenario:
+    """The world's view of one of its scenarios: its text, keywords and people (the name and the reference)."""
+    people = tuple(dict.fromkeys(w for w in tokens(f"{v.name} {v.opp_ref}") if w != "s"))
+    keywords = v.keywords or tuple(w for w in tokens(v.text) if len(w) >= 4)
+    return Scenario(text=v.text, keywords=tuple(keywords), people=people)
+
+
+def raw_quality(text: str, v: Vignette) -> float:
+    """The world's raw (unstandardized) quality of ``text`` as a reappraisal of scenario ``v``."""
+    return read_quality(text, scenario_of(v), fluency_model()).raw
 
 
 # --------------------------------------------------------------------------
@@ -336,21 +354,22 @@ def _gpt4_references() -> list[dict]:
 
 
 def _latent_raw_quality(humans: dict[str, list[dict]], gpt4: list[dict], rng: np.random.Generator):
-    """Raw latent quality of every rated item (features + noise) and the human (mean, SD) that standardizes it."""
-    keywords = {v.vignette_id: v.keywords for v in TRAIN_VIGNETTES}
+    """Every rated item's reading, its raw latent quality (reading + noise) and the human (mean, SD) of it."""
+    by_id = {v.vignette_id: v for v in TRAIN_VIGNETTES}
     all_items = [dict(r, author_type="human", study=s.label) for s in STUDIES for r in humans[s.name]]
     all_items += [dict(g, author_type="gpt4", study="1") for g in gpt4]  # GPT-4 references are rated in study 1
-    feats = [text_features(it["text"], keywords[it["vignette_id"]]) for it in all_items]
-    raw = np.array([raw_quality(f) for f in feats]) + rng.normal(0.0, QUALITY_NOISE_SD, size=len(all_items))
+    model = fluency_model()
+    readings = [read_quality(it["text"], scenario_of(by_id[it["vignette_id"]]), model) for it in all_items]
+    raw = np.array([r.raw for r in readings]) + rng.normal(0.0, QUALITY_NOISE_SD, size=len(all_items))
     is_human = np.array([it["author_type"] == "human" for it in all_items])
-    return all_items, feats, raw, (float(raw[is_human].mean()), float(raw[is_human].std()))
+    return all_items, readings, raw, (float(raw[is_human].mean()), float(raw[is_human].std()))
 
 
 def quality_standardization(seed: int = DEFAULT_SEED) -> tuple[float, float]:
     """The (mean, SD) of the human reappraisals' raw quality that :func:`build` standardizes ``quality`` by.
 
     Replays exactly the random draws :func:`build` makes up to that point, so
-    ``(raw_quality(features) - mean) / SD`` is a text's expected latent quality
+    ``(raw_quality(text, scenario) - mean) / SD`` is a text's expected latent quality
     on the scale of ``truth/reappraisal_quality.csv``.
     """
     rng = np.random.default_rng(seed)
@@ -410,7 +429,7 @@ def build(seed: int = DEFAULT_SEED) -> dict[str, bytes]:
     )
 
     # Latent quality: features + noise, standardized by the human mean and SD.
-    all_items, feats, raw, (mu, sd) = _latent_raw_quality(humans, gpt4, rng)
+    all_items, readings, raw, (mu, sd) = _latent_raw_quality(humans, gpt4, rng)
     quality = {it["id"]: round(float((q - mu) / sd), 4) + 0.0 for it, q in zip(all_items, raw)}
 
     # Reappraisal-level latent score per dimension.
@@ -459,10 +478,10 @@ def build(seed: int = DEFAULT_SEED) -> dict[str, bytes]:
         [(it["id"], it["vignette_id"], _fmt(quality[it["id"]]), origin) for it in all_items],
     )
     files["truth/reappraisal_features.csv"] = _csv_bytes(
-        ("reappraisal_id", "vignette_id", "author_type", "study", "second_person", "specific_hits", "alternative",
-         "n_sentences", "data_origin"),
-        [(it["id"], it["vignette_id"], it["author_type"], it["study"], f["second_person"], f["specific_hits"], f["alternative"],
-          f["n_sentences"], origin) for it, f in zip(all_items, feats)],
+        ("reappraisal_id", "vignette_id", "author_type", "study", *READING_COLUMNS, "data_origin"),
+        [(it["id"], it["vignette_id"], it["author_type"], it["study"],
+          *(_fmt(v) if isinstance(v, float) else v for v in (getattr(r, c) for c in READING_COLUMNS)), origin)
+         for it, r in zip(all_items, readings)],
     )
     files["truth/study_scale.csv"] = _csv_bytes(
         ("study", "center", "multiplier", "offset", "noise_sd", "data_origin"),
@@ -493,7 +512,7 @@ def _readme(files: dict[str, bytes], seed: int, clipped_share: float) -> str:
         data_origin=DATA_ORIGIN, seed=seed, n=n, n_train=len(TRAIN_VIGNETTES), n_ood=len(OOD_VIGNETTES),
         n_ratings=sum(n[s.rating_file] for s in STUDIES), studies=STUDIES,
         n_raters={s.name: sum(1 for row in sev_rows if row[0] == s.label) for s in STUDIES},
-        gpt4_model=GPT4_MODEL, opponent_models=OPPONENT_MODELS, weights=QUALITY_WEIGHTS, specific_cap=SPECIFIC_CAP,
+        gpt4_model=GPT4_MODEL, opponent_models=OPPONENT_MODELS, weights=QUALITY_WEIGHTS,
         quality_noise_sd=QUALITY_NOISE_SD, loadings=[(d, DIMENSION_LOADINGS[d]) for d in DIMENSIONS],
         scale_center=SCALE_CENTER, rating_noise_sd=RATING_NOISE_SD, clipped_share=clipped_share,
         rater_severity_sd=RATER_SEVERITY_SD, ratings_per_item=RATINGS_PER_ITEM, items_per_rater=ITEMS_PER_RATER,

@@ -1,17 +1,17 @@
 """The demo's gold standard: the generator's rating model applied to any text. Pure.
 
 The demo dataset (:mod:`reappraisal.data.demo_generator`) defines a
-reappraisal's latent quality from its text (:func:`text_features`,
-:func:`raw_quality`, standardized by the human reappraisals' mean and SD) and
+reappraisal's latent quality from its text (:mod:`reappraisal.data.demo_quality`'s
+reading, standardized by the human reappraisals' mean and SD) and
 every human rating as a noisy reading of it. That is the "gold reward model"
 of Gao, Schulman & Hilton (2022): this module reads any text with it.
 
 * :func:`gold_quality`: a text's **expected** latent quality for a scenario,
   on the scale of ``data/demo/truth/reappraisal_quality.csv`` (the item
   noise the generator adds to its own reappraisals is unknowable from the
-  text, so it is left out). Scenario keywords are the generator's for its
-  six training scenarios and, for any other scenario text (the OOD pool, a
-  scenario of your own), the scenario's own content words.
+  text, so it is left out). Scenario keywords and people are the generator's
+  for its own scenarios and, for any other scenario text, read off it
+  (:func:`world_scenario`).
 * :func:`panel_votes`: ``n`` simulated raters read both answers of a contest
   on the primary dimension (effectiveness) as the generator's raters do:
   ``m·(a·q + sqrt(1 − a²)·e) + severity + noise`` with the dimension loading
@@ -46,11 +46,13 @@ from .demo_generator import (
     RATING_NOISE_SD,
     STUDIES,
     TRAIN_VIGNETTES,
+    _human_reappraisals,
+    fluency_model,
     quality_standardization,
-    raw_quality,
-    text_features,
+    scenario_of,
     tokens,
 )
+from .demo_quality import QualityReading, Scenario, read_quality
 
 #: Words never taken as a scenario keyword (function words, pronouns, common verbs).
 _STOPWORDS = frozenset(
@@ -70,20 +72,35 @@ def _norm(text: str) -> str:
 
 
 @lru_cache(maxsize=None)
-def _known_keywords() -> dict[str, tuple[str, ...]]:
-    return {_norm(v.text): tuple(v.keywords) for v in TRAIN_VIGNETTES + OOD_VIGNETTES if v.keywords}
+def _known_scenarios() -> dict[str, Scenario]:
+    return {_norm(v.text): scenario_of(v) for v in TRAIN_VIGNETTES + OOD_VIGNETTES}
+
+
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+)\b")
 
 
 def scenario_keywords(scenario: str) -> tuple[str, ...]:
     """The scenario's keywords: the generator's for its own scenarios, else its content words (≥ 4 letters)."""
-    known = _known_keywords().get(_norm(scenario))
+    return world_scenario(scenario).keywords
+
+
+@lru_cache(maxsize=64)
+def world_scenario(scenario: str) -> Scenario:
+    """The world's view of a scenario text: the generator's own, or one read off any other text.
+
+    For a text of your own the keywords are its content words (≥ 4 letters, no
+    function words) and its people are its capitalized words that do not open
+    a sentence (other than "I").
+    """
+    known = _known_scenarios().get(_norm(scenario))
     if known is not None:
         return known
     seen: dict[str, None] = {}
     for w in tokens(scenario):
         if len(w) >= _MIN_KEYWORD_LENGTH and w not in _STOPWORDS and not w.isdigit():
             seen.setdefault(w, None)
-    return tuple(seen)
+    people = tuple(dict.fromkeys(m.lower() for m in _NAME.findall(scenario) if m != "I"))
+    return Scenario(text=scenario, keywords=tuple(seen), people=people)
 
 
 @lru_cache(maxsize=4)
@@ -91,10 +108,15 @@ def _scale(seed: int) -> tuple[float, float]:
     return quality_standardization(seed)
 
 
+def gold_reading(text: str, scenario: str) -> QualityReading:
+    """Every component of the world's reading of ``text`` for ``scenario`` (see :mod:`.demo_quality`)."""
+    return read_quality(text or "", world_scenario(scenario), fluency_model())
+
+
 def gold_quality(text: str, scenario: str, *, seed: int = DEFAULT_SEED) -> float:
     """Expected latent quality of ``text`` as a reappraisal of ``scenario`` (human mean 0, SD about 1)."""
     mu, sd = _scale(seed)
-    return (raw_quality(text_features(text or "", scenario_keywords(scenario))) - mu) / sd
+    return (gold_reading(text, scenario).raw - mu) / sd
 
 
 def gold_qualities(texts: Sequence[str], scenarios: Sequence[str], *, seed: int = DEFAULT_SEED) -> np.ndarray:
@@ -161,3 +183,20 @@ def require_demo_data(what: str, *, preset: str, data_source: str | None, fix: s
     if data_source not in DEMO_DATA_SOURCES:
         raise ConfigError(f"{what} reads the demo generator's rating model and exists for the demo preset only "
                           f"(bundled data); preset {preset!r} (data.source {data_source!r}) {fix}", where=where)
+
+
+@lru_cache(maxsize=4)
+def human_reappraisals(seed: int = DEFAULT_SEED) -> tuple[tuple[str, str], ...]:
+    """(scenario id, text) of every human reappraisal the generator writes with ``seed`` (its draws replayed)."""
+    humans = _human_reappraisals(np.random.default_rng(seed))
+    return tuple((r["vignette_id"], r["text"]) for rows in humans.values() for r in rows)
+
+
+def human_gold_quantiles(vignette_id: str, quantiles: Sequence[float] = (0.1, 0.5, 0.9), *,
+                         seed: int = DEFAULT_SEED) -> dict[float, float]:
+    """Quantiles of the expected quality of the scenario's human reappraisals (the generator's, train scenarios)."""
+    texts = {v.vignette_id: v.text for v in TRAIN_VIGNETTES}
+    if vignette_id not in texts:
+        raise ValueError(f"scenario {vignette_id!r} has no human reappraisals (the generator's: {', '.join(texts)})")
+    golds = [gold_quality(t, texts[vignette_id], seed=seed) for vid, t in human_reappraisals(seed) if vid == vignette_id]
+    return {q: float(np.quantile(golds, q)) for q in quantiles}
