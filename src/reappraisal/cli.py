@@ -38,6 +38,8 @@ COMMANDS: dict[str, str] = {
     "generate-answers": "reappraisal.evaluation.generation_io:cli_main",
     "generate-best-of-n": "reappraisal.evaluation.best_of_n_io:cli_main",
     "judge": "reappraisal.evaluation.judging_io:cli_main",
+    "draw-truth": "reappraisal.evaluation.truth_io:draw_cli",
+    "compute-truth": "reappraisal.evaluation.truth_io:compute_cli",
     "forget-unparsed-replies": "reappraisal.evaluation.forget_io:cli_main",
     "gold": "reappraisal.data.gold_io:cli_main",
     "preregister": "reappraisal.confirm.preregistration_io:cli_main",

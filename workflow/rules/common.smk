@@ -188,6 +188,10 @@ def check_demo_only_parts():
             _check_panel_allowed(_load_judge(name, ev["judges_dir"]), preset=config["preset"],
                                  data_source=config["data"]["source"])
         check_gold_scorer(config["policy"]["gold_scorer"], preset=config["preset"], data_source=config["data"]["source"])
+        if ev["truth"]["enabled"]:
+            from reappraisal.evaluation.truth_io import check_truth_allowed
+
+            check_truth_allowed(config)
     except ConfigError as exc:
         raise WorkflowError(str(exc)) from None
 
@@ -200,6 +204,7 @@ BON_SYSTEMS = list(BON_SPECS)
 EVAL_SYSTEMS = [s for s in _eval_systems.systems(config) if s not in BON_SPECS]
 BASE_MODELS_DIR = "results/base_models/"
 CONFIRM_ENABLED = config["evaluation"]["confirmation_pool"]["enabled"]
+TRUTH_ENABLED = config["evaluation"]["truth"]["enabled"]
 
 
 wildcard_constraints:
@@ -297,6 +302,8 @@ def get_summary_inputs(wildcards=None):
         "preregistration": ["results/confirm/preregistration.yaml"] if CONFIRM_ENABLED else [],
         "confirmation_contests": ["results/confirm/contests.parquet"] if CONFIRM_ENABLED else [],
         "candidates": [f"results/evaluation/run{r}/best_of_n/{s}.parquet" for r in EVAL_RUNS for s in BON_SYSTEMS],
+        "truths": ["results/truth/truths.parquet"] if TRUTH_ENABLED else [],
+        "world": ["results/truth/world.parquet"] if TRUTH_ENABLED else [],
     }
 
 

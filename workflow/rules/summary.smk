@@ -22,6 +22,7 @@ rule summarize:
                                                         ("confirmation_contests", "confirmation-contests"))
             if input[key]),
         candidates=lambda w, input: ("--candidates " + " ".join(input.candidates)) if input.candidates else "",
+        truth_flags=lambda w, input: f"--truths {input.truths[0]} --world {input.world[0]}" if input.truths else "",
         # the folders holding run{run}/ and {arm}/, derived from the inputs
         evaluation_dir=lambda w, input: os.path.dirname(os.path.dirname(input.contests[0])),
         policy_dir=lambda w, input: os.path.dirname(os.path.dirname(input.health[0])),
@@ -34,5 +35,5 @@ rule summarize:
         " --judge-calibration {input.calibration} --reward-metrics {input.reward_models} --grm-metrics {input.grm}"
         " --claims {input.claims} --out-tables {output.tables}"
         " --out-claims {output.claims} --out-numbers {output.numbers} --out-provenance {output.provenance}"
-        " {params.confirm_flags} {params.candidates}"
+        " {params.confirm_flags} {params.candidates} {params.truth_flags}"
         " --params {params.cfg:q} 2>&1 | tee {log}"

@@ -165,6 +165,7 @@ GENERIC_COPING = _PHRASES["generic_coping"]
 FILLER = _PHRASES["filler"]
 PERSONS = _PHRASES["persons"]
 OPPONENT_TEMPLATES = _PHRASES["opponent_templates"]
+GPT4_CLOSINGS = _PHRASES["gpt4_closings"]
 SENTENCE_COUNT_CHOICES = (1, 2, 3, 4, 5)
 SENTENCE_COUNT_PROBS = (0.30, 0.35, 0.17, 0.11, 0.07)
 OPPONENT_SHORT = {"deepseek-r1": "r1", "qwen2.5-72b": "qwen"}
@@ -203,7 +204,7 @@ def world_sentences() -> list[str]:
         for template in v.specific_coping:
             out += _all_persons(template)
         out += list(v.gpt4)
-    out += [o["text"] for o in _opponent_answers()]
+    out += list(GPT4_CLOSINGS) + [o["text"] for o in _opponent_answers()]
     return out
 
 
@@ -349,8 +350,14 @@ def _assign_raters(n_items: int, rng: np.random.Generator) -> list[list[int]]:
 
 
 def _gpt4_references() -> list[dict]:
-    return [{"id": f"gpt4_{v.vignette_id}_{j}", "vignette_id": v.vignette_id, "text": text}
-            for v in TRAIN_VIGNETTES for j, text in enumerate(v.gpt4, start=1)]
+    """GPT-4's answers: each scenario's texts, each closed by one of the GPT-4 closings (in turn)."""
+    rows, k = [], 0
+    for v in TRAIN_VIGNETTES:
+        for j, text in enumerate(v.gpt4, start=1):
+            rows.append({"id": f"gpt4_{v.vignette_id}_{j}", "vignette_id": v.vignette_id,
+                         "text": f"{text} {GPT4_CLOSINGS[k % len(GPT4_CLOSINGS)]}"})
+            k += 1
+    return rows
 
 
 def _latent_raw_quality(humans: dict[str, list[dict]], gpt4: list[dict], rng: np.random.Generator):

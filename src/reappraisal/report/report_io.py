@@ -191,12 +191,16 @@ def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Pat
         headline["judge_line"] = _selected_judge_line(cal_doc["decision"])
     appendix, lineage = _appendix_and_lineage(artifacts)
     traces = _traces(by_kind.get("provenance", []), [c["id"] for c in claims])
+    checked = [c for c in claims if c.get("truth_verdict")]
+    truth_checked = {"claims_with_truth": len(checked),
+                     "agree": sum(c.get("rule_verdict") == c["truth_verdict"] for c in checked),
+                     "disagree": [c["id"] for c in checked if c.get("rule_verdict") != c["truth_verdict"]]} if checked else None
     head, dirty = commit
     return {
         "preset": cfg.get("preset"), "banner": DEMO_BANNER if cfg.get("preset") == "demo" else None,
         "headline": headline, "sections": sections, "further": further,
         "health": [_health_view(a) for a in by_kind.get("policy_health", [])],
-        "calibration": calibration, "claims": claims, "traces": traces, "cards": _cards(by_kind.get("model_card", []), report_dir),
+        "calibration": calibration, "claims": claims, "truth_checked": truth_checked, "traces": traces, "cards": _cards(by_kind.get("model_card", []), report_dir),
         "appendix": appendix, "lineage": lineage, "commit": head, "dirty": dirty, "bar": bar,
         "has_summary": bool(tables),
     }

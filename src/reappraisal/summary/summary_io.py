@@ -56,6 +56,7 @@ from .paper_numbers import claim_numbers, numbers_tex
 from .paper_tables import CARD_TABLES, card_tables
 from .render import to_csv, to_latex, to_markdown
 from .summary_table import Table
+from .truth_tables import Truths, attach_truth, truth_table, truth_verdicts, world_summary_table
 
 #: The DVC stage that runs this command (its outputs are not hashed: they are being written).
 DVC_STAGE = "summarize"
@@ -291,9 +292,20 @@ def read_confirmation(files: Mapping[str, Any] | None, root: Path) -> dict:
     return out
 
 
+def read_truths(files: Mapping[str, Any] | None, root: Path) -> dict | None:
+    """The truth stage's tables (demo only): ``{"truths": Truths, "world": frame, ...sources}``, or None."""
+    files = files or {}
+    if not files.get("truths"):
+        return None
+    path, world = Path(files["truths"]), Path(files["world"])
+    return {"truths": Truths(_read_parquet(path, "the truth stage's table")), "source": _rel(path, root),
+            "world": _read_parquet(world, "the truth stage's world table"), "world_source": _rel(world, root)}
+
+
 def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy_dir: Path, claims_file: Path,
               params: Mapping, root: Path,
-              confirmation_files: Mapping[str, Any] | None = None) -> tuple[dict[str, Table], dict, dict]:
+              confirmation_files: Mapping[str, Any] | None = None,
+              truth_files: Mapping[str, Any] | None = None) -> tuple[dict[str, Table], dict, dict]:
     """Compute every table, the claims ledger and the provenance document (nothing written)."""
     s, runs = settings_from_params(params)
     systems = systems_from_params(params)
@@ -336,6 +348,13 @@ def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy
     for name in METRICS:
         if metrics[name][0] is None:
             tables[name].sources = [()] * len(tables[name].frame)
+    truths = read_truths(truth_files, root)
+    if truths is not None:
+        attach_truth(tables, truths["truths"], headline_arm=s.headline_arm, headline_opponent=s.headline_opponent)
+        tables["truth"] = truth_table(tables)
+        tables["truth"].sources = [tuple(src) + (truths["source"],) for src in tables["truth"].sources]
+        tables["world"] = world_summary_table(truths["world"])
+        tables["world"].sources = [(truths["world_source"],)] * len(tables["world"].frame)
 
     if not claims_file.is_file():
         raise PipelineInputError("the claims ledger is missing", where=str(claims_file))
@@ -347,6 +366,8 @@ def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy
     claims = validate_ledger(doc, schema, tables, where=str(claims_file))
     settings = {"bar": s.bar, "confidence": s.confidence}
     records = evaluate_claims(claims, tables, settings)
+    if truths is not None:
+        truth_verdicts(records, claims, tables, settings)
     stages = stage_records(root, without_outs=[DVC_STAGE])
     cache: dict = {}
     for record in records:
@@ -363,6 +384,11 @@ def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy
         "verdicts": {v: sum(r["verdict"] == v for r in records) for v in ("holds", "fails", "retracted",
                                                                           "not_computable")},
     }
+    if truths is not None:
+        checked = [r for r in records if r.get("truth_verdict")]
+        ledger["truth"] = {"claims_with_truth": len(checked),
+                           "agree": sum(r["rule_verdict"] == r["truth_verdict"] for r in checked),
+                           "disagree": [r["id"] for r in checked if r["rule_verdict"] != r["truth_verdict"]]}
     return tables, json_ready(ledger), json_ready(provenance)
 
 
@@ -425,6 +451,8 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--confirmation", default=None, help="the confirm stage's confirmation.json")
     ap.add_argument("--confirmation-contests", default=None, help="the confirm stage's contests (lineage)")
     ap.add_argument("--candidates", nargs="*", default=[], help="every best-of-N candidates table (compute)")
+    ap.add_argument("--truths", default=None, help="the truth stage's truths (demo only)")
+    ap.add_argument("--world", default=None, help="the truth stage's world table (with --truths)")
     ap.add_argument("--root", default=".", help="repository root: lineage paths are relative to it")
     ap.add_argument("--params", required=True, help="JSON with sections summary, evaluation, policy, seed, preset")
     ns = ap.parse_args(argv)
@@ -436,7 +464,8 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
                                policy_dir=Path(ns.policy_dir), claims_file=Path(ns.claims), params=params,
                                root=root, confirmation_files={
                                    "preregistration": ns.preregistration, "confirmation": ns.confirmation,
-                                   "confirmation_contests": ns.confirmation_contests, "candidates": ns.candidates})
+                                   "confirmation_contests": ns.confirmation_contests, "candidates": ns.candidates},
+                               truth_files={"truths": ns.truths, "world": ns.world})
     write_outputs(tables, ledger, Path(ns.out_tables), Path(ns.out_claims), root, ns.out_numbers, provenance,
                   ns.out_provenance)
     head = tables["headline"].frame

@@ -1,0 +1,119 @@
+"""The truth of the demo's estimands: the panel's expected verdict between two answer distributions. Pure.
+
+On the demo, the held-out judge is a panel of simulated raters reading each
+answer's gold quality (:mod:`reappraisal.data.demo_gold`), so the expected
+score of a contest between two texts is known in closed form: with ``n``
+raters each preferring A with probability ``p = Φ(m·a·(q_A − q_B) / (√2·σ))``,
+a contest order scores 1 when a majority prefers A, 0.5 on equal votes and 0
+otherwise, and the two orders are read by independent panels alike, so a
+contest's expected score is :func:`contest_score` of the two qualities.
+
+The estimand of a win-rate row is the equally weighted mean over scenarios of
+the expected contest score of a fresh system answer against the opponent
+(:mod:`reappraisal.stats.headline`). Its truth here is conditional on these
+scenarios (the headline interval targets a population of scenarios), and it
+is estimated by Monte Carlo from many fresh answers per scenario
+(:func:`pair_truth`): for a fixed opponent (answers in the data) the
+expectation over the opponent's answers is exact and the standard error comes
+from the system's draws; for a generated opponent (another system) both sides
+are draws, and the standard error is the two-sample U-statistic's.
+
+:func:`best_of_truth` is the truth of a best-of-``k`` system that picks by gold
+(an oracle that reads the truth): the maximum of ``k`` draws from the
+system's empirical gold distribution, whose distribution is exact given the
+draws; its standard error is a bootstrap over the draws.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+from scipy.special import ndtr
+from scipy.stats import binom
+
+
+@dataclass(frozen=True)
+class PanelModel:
+    """How the panel reads a contest: ``raters`` raters, each with ``slope`` = m·a / (√2·σ) per unit of gold gap."""
+
+    raters: int
+    slope: float
+
+    @classmethod
+    def from_rating_model(cls, raters: int, multiplier: float, loading: float, reading_sd: float) -> "PanelModel":
+        return cls(raters=int(raters), slope=multiplier * loading / (math.sqrt(2.0) * reading_sd))
+
+
+def contest_score(q_a: np.ndarray, q_b: np.ndarray, panel: PanelModel) -> np.ndarray:
+    """Expected score of A against B (majority 1, equal votes 0.5), elementwise over broadcast arrays."""
+    p = ndtr(panel.slope * (np.asarray(q_a, dtype=float) - np.asarray(q_b, dtype=float)))
+    n = panel.raters
+    wins = binom.sf(n // 2, n, p)  # P(votes for A > n/2)
+    ties = binom.pmf(n // 2, n, p) if n % 2 == 0 else 0.0
+    return wins + 0.5 * ties
+
+
+@dataclass(frozen=True)
+class Truth:
+    """A truth and its Monte Carlo standard error, with the per-scenario truths it averages."""
+
+    value: float
+    se: float
+    per_scenario: Mapping[str, float]
+
+
+def pair_truth(system: Mapping[str, np.ndarray], opponent: Mapping[str, np.ndarray], panel: PanelModel, *,
+               opponent_is_draw: bool) -> Truth:
+    """Mean over the scenarios both sides answer of E[contest_score(system answer, opponent answer)].
+
+    ``system`` / ``opponent``: scenario id -> the gold qualities of the answers.
+    ``opponent_is_draw``: the opponent's answers are fresh draws too (another
+    system), so their sampling error enters the standard error.
+    """
+    scenarios = sorted(set(system) & set(opponent))
+    if not scenarios:
+        raise ValueError("no scenario is answered by both sides")
+    values, variances = {}, []
+    for s in scenarios:
+        x = np.asarray(system[s], dtype=float)
+        y = np.asarray(opponent[s], dtype=float)
+        scores = contest_score(x[:, None], y[None, :], panel)
+        values[s] = float(scores.mean())
+        var = scores.mean(axis=1).var(ddof=1) / len(x) if len(x) > 1 else 0.0
+        if opponent_is_draw and len(y) > 1:
+            var += scores.mean(axis=0).var(ddof=1) / len(y)
+        variances.append(var)
+    g = len(scenarios)
+    return Truth(value=float(np.mean(list(values.values()))), se=float(math.sqrt(sum(variances)) / g),
+                 per_scenario=values)
+
+
+def max_of_k_weights(n: int, k: int) -> np.ndarray:
+    """P(the maximum of ``k`` draws with replacement from ``n`` sorted values is the i-th): (i/n)^k − ((i−1)/n)^k."""
+    i = np.arange(1, n + 1, dtype=float)
+    return (i / n) ** k - ((i - 1) / n) ** k
+
+
+def best_of_truth(system: Mapping[str, np.ndarray], opponent: Mapping[str, np.ndarray], panel: PanelModel, *,
+                  k: int, n_bootstrap: int = 200, seed: int = 0) -> Truth:
+    """Truth of best-of-``k`` by gold from ``system``'s draws against a fixed ``opponent`` (see module doc)."""
+    scenarios = sorted(set(system) & set(opponent))
+    if not scenarios:
+        raise ValueError("no scenario is answered by both sides")
+    rng = np.random.default_rng(seed)
+
+    def value(draws: Mapping[str, np.ndarray]) -> dict[str, float]:
+        out = {}
+        for s in scenarios:
+            x = np.sort(np.asarray(draws[s], dtype=float))
+            against = contest_score(x[:, None], np.asarray(opponent[s], dtype=float)[None, :], panel).mean(axis=1)
+            out[s] = float(max_of_k_weights(len(x), k) @ against)
+        return out
+
+    point = value(system)
+    boots = [np.mean(list(value({s: rng.choice(system[s], size=len(system[s])) for s in scenarios}).values()))
+             for _ in range(n_bootstrap)]
+    return Truth(value=float(np.mean(list(point.values()))), se=float(np.std(boots, ddof=1)), per_scenario=point)

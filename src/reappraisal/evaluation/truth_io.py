@@ -1,0 +1,332 @@
+"""draw_truth and compute_truth stages (demo only): the true value of every win-rate estimand.
+
+``draw-truth`` (one job per generated system: every evaluated arm instance
+and every ``model`` opponent, e.g. the base policy): ``evaluation.truth.
+answers_per_scenario`` fresh answers per scenario of every pool (train, the
+OOD selection pool and the confirmation pool), sampled with the evaluation's
+decoding, prompt and answer extraction (:func:`.generation_io.generate_answers`)
+under a seed of their own, each with its gold quality (the demo world's
+reading, :mod:`reappraisal.data.demo_gold`). The base policy also draws
+``evaluation.truth.oracle.draws_per_scenario`` on the training scenarios for
+the gold oracle.
+
+``compute-truth``: from those draws, every (system, opponent, pool) the
+evaluation judges gets its truth and Monte Carlo error
+(:mod:`.truth`): arm instances against every opponent they meet, best-of-N
+systems (their instance's draws ranked by their scorer: the best-of-N pick's
+distribution is exact given the draws), each pooled arm (the mean of its
+seeds), and the oracle (best-of-n of the base policy by gold) against every
+answers opponent on the training scenarios. Also the world table: gold
+quantiles of the human reappraisals per scenario, of each opponent's answers,
+of the base policy's and of the oracle's.
+
+Both stages refuse data that are not the demo generator's (one line): the
+truth exists only where the world is known.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..atomic import write_parquet
+from ..config import sections_with_defaults
+from ..errors import ConfigError, PipelineInputError
+from ..input_tables import read_table
+from ..params import parse_params
+from .confirmation_pool import split_pools
+from .judge_spec import load_judge
+from .opponents import answer_pools
+from .systems import best_of_n_systems, evaluated_instances, opponents, pooled_systems
+from .truth import PanelModel, Truth, best_of_truth, max_of_k_weights, pair_truth
+
+DRAW_COLUMNS = ["system", "vignette_id", "pool", "sample", "answer", "passed", "gold"]
+TRUTH_COLUMNS = ["system", "opponent", "pool", "kind", "truth", "truth_se", "n_scenarios", "draws_per_scenario"]
+WORLD_COLUMNS = ["group", "vignette_id", "n", "q10", "q25", "q50", "q75", "q90", "mean"]
+ORACLE = "oracle:base-policy:gold"
+TRUTH_POOLS = ("train", "ood", "confirm")
+TRUTH_RUN = 0  # the evaluation's runs are 1, 2, 3...: the truth's draws have a seed of their own
+
+
+def check_truth_allowed(params: Mapping) -> None:
+    """The truth needs the world: refused unless the data are the demo generator's (bundled), one line."""
+    from ..data.demo_gold import require_demo_data
+
+    require_demo_data("the truth stage (evaluation.truth)", preset=str(params.get("preset")),
+                      data_source=params.get("data", {}).get("source"),
+                      fix="has no known truth: set evaluation.truth.enabled false", where="config evaluation.truth")
+
+
+def panel_model(params: Mapping) -> PanelModel:
+    """The headline judge's panel as the truth reads it (the headline judge must be a panel)."""
+    from ..data.demo_gold import RatingModel
+
+    name = params["evaluation"]["headline_judge"]
+    spec = load_judge(name)
+    if spec.backend != "panel":
+        raise ConfigError(f"the truth is the panel's expected verdict, but the headline judge {name!r} is "
+                          f"backend {spec.backend!r}", where="config evaluation.headline_judge")
+    model = RatingModel.for_dimension(spec.panel["dimension"], spec.panel["study"])
+    return PanelModel.from_rating_model(spec.panel["raters"], model.multiplier, model.loading, model.reading_sd)
+
+
+def draws_for(system: str, model_dir: str, vignettes: pd.DataFrame, params: dict, *, oracle: bool) -> pd.DataFrame:
+    """One system's truth draws with their gold (see module doc)."""
+    from ..data.demo_gold import gold_qualities
+    from .generation_io import generate_answers
+
+    truth = params["evaluation"]["truth"]
+    per_pool = {p: int(truth["answers_per_scenario"]) for p in TRUTH_POOLS}
+    if oracle:
+        per_pool["train"] = max(per_pool["train"], int(truth["oracle"]["draws_per_scenario"]))
+    drawn = dict(params, evaluation=dict(params["evaluation"], answers_per_scenario=per_pool))
+    table = generate_answers(system, TRUTH_RUN, model_dir, vignettes, drawn, pools=TRUTH_POOLS)
+    scenario = vignettes.set_index(vignettes["vignette_id"].astype(str))["text"]
+    golds = gold_qualities(table["answer"].tolist(), [scenario[str(v)] for v in table["vignette_id"]])
+    passed = ~(table["empty"] | table["too_long"])
+    return pd.DataFrame({"system": system, "vignette_id": table["vignette_id"].astype(str), "pool": table["pool"],
+                         "sample": table["sample"], "answer": table["answer"], "passed": passed.to_numpy(),
+                         "gold": golds}, columns=DRAW_COLUMNS)
+
+
+def _by_scenario(frame: pd.DataFrame, pool: str, column: str = "gold", limit: int | None = None) -> dict:
+    sub = frame[frame["pool"] == pool].sort_values(["vignette_id", "sample"])
+    out = {}
+    for v, g in sub.groupby("vignette_id", sort=True):
+        values = g[column].to_numpy(dtype=float)
+        out[str(v)] = values if limit is None else values[:limit]
+    return out
+
+
+def _row(system: str, opponent: str, pool: str, kind: str, truth: Truth, draws: int) -> dict:
+    return {"system": system, "opponent": opponent, "pool": pool, "kind": kind, "truth": truth.value,
+            "truth_se": truth.se, "n_scenarios": len(truth.per_scenario), "draws_per_scenario": draws}
+
+
+def _ranked_by(frame: pd.DataFrame, pool: str, keys: np.ndarray) -> dict:
+    """Per scenario, the golds sorted by ``keys`` (gate failures last-ranked), for the best-of-N pick's distribution."""
+    sub = frame.assign(_key=keys)
+    sub = sub[sub["pool"] == pool]
+    out = {}
+    for v, g in sub.groupby("vignette_id", sort=True):
+        key = np.where(g["passed"].to_numpy(), g["_key"].to_numpy(dtype=float), -np.inf)
+        key = np.where(np.isfinite(key), key, -np.inf)
+        out[str(v)] = g["gold"].to_numpy(dtype=float)[np.argsort(key, kind="stable")]
+    return out
+
+
+def _best_of_ranked(ranked: Mapping[str, np.ndarray], opponent: Mapping[str, np.ndarray], panel: PanelModel,
+                    k: int, n_bootstrap: int = 200, seed: int = 0) -> Truth:
+    """Truth of a best-of-``k`` pick by the ranking ``ranked`` already encodes (ascending), bootstrap error."""
+    from .truth import contest_score
+
+    scenarios = sorted(set(ranked) & set(opponent))
+    rng = np.random.default_rng(seed)
+
+    def value(idx_by_s):
+        vals = {}
+        for s in scenarios:
+            x = ranked[s][np.sort(idx_by_s[s])]  # a resample keeps the ranking order
+            against = contest_score(x[:, None], np.asarray(opponent[s], dtype=float)[None, :], panel).mean(axis=1)
+            vals[s] = float(max_of_k_weights(len(x), k) @ against)
+        return vals
+
+    point = value({s: np.arange(len(ranked[s])) for s in scenarios})
+    boots = [np.mean(list(value({s: rng.integers(0, len(ranked[s]), len(ranked[s])) for s in scenarios}).values()))
+             for _ in range(n_bootstrap)]
+    return Truth(float(np.mean(list(point.values()))), float(np.std(boots, ddof=1)), point)
+
+
+def compute_truths(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vignettes: pd.DataFrame, params: dict,
+                   *, scores: Mapping[str, np.ndarray] | None = None) -> pd.DataFrame:
+    """Every (system, opponent, pool) row's truth (see module doc); ``scores``: best-of-N system -> its scorer's
+    score of each of its instance's draws (in the draws' row order)."""
+    panel = panel_model(params)
+    ev = params["evaluation"]
+    vignettes = split_pools(vignettes, ev, int(params["seed"]))
+    opps = opponents(params)
+    per = int(ev["truth"]["answers_per_scenario"])
+    fixed = {name: {str(v): np.asarray(_answer_golds(frame, vignettes, v)) for v, frame in
+                    answer_pools(o, targets, vignettes.assign(pool=vignettes["pool"].replace("confirm", "ood"))).items()}
+             for name, o in opps.items() if o.kind == "answers"}
+    rows = []
+
+    def opponent_side(opp, pool):
+        if opp.kind == "answers":
+            pools = vignettes.set_index(vignettes["vignette_id"].astype(str))["pool"]
+            return {v: q for v, q in fixed[opp.name].items() if pools.get(v) == pool}, False
+        name = opp.name if opp.kind == "model" else opp.arm
+        return _by_scenario(draws[name], pool, limit=per), True
+
+    def opponent_pools(opp):
+        return tuple(dict.fromkeys(p for p in (*opp.pools, *(("confirm",) if "ood" in opp.pools else ())))) \
+            if opp.kind == "answers" else opp.pools
+
+    instances = evaluated_instances(params)
+    for name in instances:
+        for opp in opps.values():
+            if not opp.plays(name):
+                continue
+            for pool in opponent_pools(opp):
+                theirs, is_draw = opponent_side(opp, pool)
+                mine = _by_scenario(draws[name], pool, limit=per)
+                if set(mine) & set(theirs):
+                    rows.append(_row(name, opp.name, pool, "arm", pair_truth(mine, theirs, panel,
+                                                                             opponent_is_draw=is_draw), per))
+    for bon_name, bon in best_of_n_systems(params).items():
+        frame = draws[bon.instance]
+        frame = frame[frame.groupby(["vignette_id", "pool"]).cumcount() < per]
+        key = np.asarray((scores or {})[bon_name], dtype=float)
+        for opp in opps.values():
+            if not opp.plays(bon_name) or opp.kind == "arm":
+                continue
+            for pool in opponent_pools(opp):
+                theirs, _ = opponent_side(opp, pool)
+                ranked = _ranked_by(frame, pool, key)
+                if set(ranked) & set(theirs):
+                    rows.append(_row(bon_name, opp.name, pool, "best_of_n",
+                                     _best_of_ranked(ranked, theirs, panel, bon.n), per))
+    table = pd.DataFrame(rows, columns=TRUTH_COLUMNS)
+    pooled = []
+    for pooled_name, members in pooled_systems(params).items():
+        for (opp, pool), g in table[table["system"].isin(members)].groupby(["opponent", "pool"], sort=True):
+            if set(g["system"]) == set(members):
+                pooled.append({"system": pooled_name, "opponent": opp, "pool": pool, "kind": "pooled",
+                               "truth": g["truth"].mean(), "truth_se": float(np.sqrt((g["truth_se"] ** 2).sum())) / len(g),
+                               "n_scenarios": int(g["n_scenarios"].iloc[0]), "draws_per_scenario": per})
+    base = _oracle_source(opps)
+    if base is not None:
+        k = int(ev["truth"]["oracle"]["n"])
+        golds = _by_scenario(draws[base], "train")
+        for opp in opps.values():
+            if opp.kind == "answers" and "train" in opp.pools:
+                theirs, _ = opponent_side(opp, "train")
+                pooled.append(_row(ORACLE, opp.name, "train", "oracle",
+                                   best_of_truth(golds, theirs, panel, k=k), len(next(iter(golds.values())))))
+    return pd.concat([table, pd.DataFrame(pooled, columns=TRUTH_COLUMNS)], ignore_index=True)
+
+
+def _oracle_source(opps) -> str | None:
+    """The base policy: the first `model` opponent (the warm start on the demo)."""
+    return next((o.name for o in opps.values() if o.kind == "model"), None)
+
+
+def _answer_golds(frame: pd.DataFrame, vignettes: pd.DataFrame, vignette_id) -> list[float]:
+    from ..data.demo_gold import gold_quality
+
+    scenario = vignettes.set_index(vignettes["vignette_id"].astype(str)).loc[str(vignette_id), "text"]
+    return [gold_quality(t, scenario) for t in frame["text"]]
+
+
+def world_table(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vignettes: pd.DataFrame,
+                params: dict) -> pd.DataFrame:
+    """Gold quantiles per scenario and group: humans, each answers opponent, every drawn system, the oracle."""
+    from ..data.demo_gold import gold_qualities
+
+    scenario = vignettes.set_index(vignettes["vignette_id"].astype(str))["text"]
+    rows = []
+
+    def add(group: str, frame: pd.DataFrame):
+        for v, g in frame.groupby("vignette_id", sort=True):
+            q = g["gold"].to_numpy(dtype=float)
+            rows.append({"group": group, "vignette_id": str(v), "n": len(q),
+                         **{f"q{p}": float(np.quantile(q, p / 100)) for p in (10, 25, 50, 75, 90)},
+                         "mean": float(q.mean())})
+
+    for author, g in targets.groupby("author_type", sort=True):
+        g = g.drop_duplicates("reappraisal_id")
+        texts, vids = g["text"].astype(str).tolist(), g["vignette_id"].astype(str).tolist()
+        add(str(author), pd.DataFrame({"vignette_id": vids,
+                                       "gold": gold_qualities(texts, [scenario[v] for v in vids])}))
+    for name, frame in draws.items():
+        add(name, frame[frame["pool"] == "train"])
+    base = _oracle_source(opponents(params))
+    if base is not None:
+        k = int(params["evaluation"]["truth"]["oracle"]["n"])
+        rng = np.random.default_rng(0)
+        picks = []
+        for v, g in draws[base][draws[base]["pool"] == "train"].groupby("vignette_id", sort=True):
+            q = g["gold"].to_numpy(dtype=float)
+            best = rng.choice(q, size=(512, k)).max(axis=1)  # draws of the oracle's answer gold
+            picks.append(pd.DataFrame({"vignette_id": str(v), "gold": best}))
+        add(ORACLE, pd.concat(picks, ignore_index=True))
+    return pd.DataFrame(rows, columns=WORLD_COLUMNS)
+
+
+def draw_cli(argv: Sequence[str] | None = None) -> int:
+    """``draw-truth``: one generated system's truth draws."""
+    from ..policy.arms import resolve_model_dir
+    from ..training import set_cpu_threads
+
+    ap = argparse.ArgumentParser(prog="reappraisal draw-truth", description=__doc__.splitlines()[0])
+    for name in ("system", "model", "vignettes", "params", "out"):
+        ap.add_argument(f"--{name}", required=True)
+    args = ap.parse_args(argv)
+    params = sections_with_defaults(parse_params(args.params), "evaluation", "policy", "data")
+    check_truth_allowed(params)
+    set_cpu_threads(params["evaluation"]["generation"].get("cpu_threads"), use_cpu=True)
+    model_dir = resolve_model_dir(args.model) if Path(args.model).is_dir() else args.model
+    oracle = args.system == _oracle_source(opponents(params))
+    table = draws_for(args.system, model_dir, read_table(args.vignettes), params, oracle=oracle)
+    write_parquet(table, args.out)
+    print(f"draw_truth {args.system}: {len(table)} draws, mean gold {table['gold'].mean():+.3f} -> {args.out}")
+    return 0
+
+
+def compute_cli(argv: Sequence[str] | None = None) -> int:
+    """``compute-truth``: every judged row's truth and the world table from the draws."""
+    ap = argparse.ArgumentParser(prog="reappraisal compute-truth", description=__doc__.splitlines()[0])
+    for name in ("vignettes", "targets", "params", "out", "world"):
+        ap.add_argument(f"--{name}", required=True)
+    ap.add_argument("--draws", nargs="+", required=True, help="draw-truth outputs, one per system")
+    ap.add_argument("--rm-dirs", nargs="*", default=[], help="the ensemble, for best-of-N systems it ranks by")
+    ap.add_argument("--bradley-terry", default=None)
+    args = ap.parse_args(argv)
+    params = sections_with_defaults(parse_params(args.params), "evaluation", "policy", "reward", "grm", "data")
+    check_truth_allowed(params)
+    draws = {}
+    for path in args.draws:
+        frame = read_table(path)
+        draws[str(frame["system"].iloc[0])] = frame
+    vignettes, targets = read_table(args.vignettes), read_table(args.targets)
+    missing = [s for s in [*evaluated_instances(params), *(o.name for o in opponents(params).values()
+                                                            if o.kind == "model")] if s not in draws]
+    if missing:
+        raise PipelineInputError(f"no truth draws for {', '.join(missing)}", where="--draws")
+    scores = best_of_n_scores(draws, vignettes, params, rm_dirs=args.rm_dirs, bradley_terry_dir=args.bradley_terry)
+    truths = compute_truths(draws, targets, vignettes, params, scores=scores)
+    write_parquet(world_table(draws, targets, vignettes, params), args.world)
+    write_parquet(truths, args.out)
+    print(f"compute_truth: {len(truths)} rows, largest Monte Carlo error {truths['truth_se'].max():.4f} -> {args.out}")
+    return 0
+
+
+def best_of_n_scores(draws: Mapping[str, pd.DataFrame], vignettes: pd.DataFrame, params: dict, *,
+                     rm_dirs: Sequence[str], bradley_terry_dir: str | None) -> dict[str, np.ndarray]:
+    """Each best-of-N system's scorer applied to its instance's truth draws (ensemble or Bradley-Terry)."""
+    out = {}
+    scenario = vignettes.set_index(vignettes["vignette_id"].astype(str))["text"]
+    per = int(params["evaluation"]["truth"]["answers_per_scenario"])
+    for name, bon in best_of_n_systems(params).items():
+        if bon.scorer not in ("ensemble", "bradley_terry"):
+            raise ConfigError(f"the truth of {name} needs its scorer per answer; {bon.scorer!r} scores groups "
+                              "(committee) or generates (grm): not supported", where="config evaluation.best_of_n")
+        from ..reward.ensemble import EnsembleScorer
+
+        dirs = list(rm_dirs) if bon.scorer == "ensemble" else [bradley_terry_dir]
+        if not all(dirs):
+            raise PipelineInputError(f"{name} ranks by {bon.scorer}: give its model folders", where="--rm-dirs")
+        rm = params["reward"]
+        scorer = EnsembleScorer.from_dirs(dirs, penalty=rm["ensemble"]["penalty"], lam=rm["ensemble"]["lam"],
+                                          batch_size=rm["ensemble"]["batch_size"], max_length=rm["max_length"])
+        frame = draws[bon.instance]
+        frame = frame[frame.groupby(["vignette_id", "pool"]).cumcount() < per]
+        values = np.full(len(frame), np.nan)
+        ok = frame["passed"].to_numpy()
+        values[ok] = scorer.score([scenario[v] for v in frame["vignette_id"][ok]], frame["answer"][ok].tolist())
+        out[name] = values
+    return out
