@@ -350,12 +350,14 @@ def _assign_raters(n_items: int, rng: np.random.Generator) -> list[list[int]]:
 
 
 def _gpt4_references() -> list[dict]:
-    """GPT-4's answers: each scenario's texts, each closed by one of the GPT-4 closings (in turn)."""
+    """GPT-4's answers: each scenario's texts, the last sentence extended by one of the GPT-4 closings (in turn),
+    so an answer keeps two sentences."""
     rows, k = [], 0
     for v in TRAIN_VIGNETTES:
         for j, text in enumerate(v.gpt4, start=1):
+            closing = GPT4_CLOSINGS[k % len(GPT4_CLOSINGS)]
             rows.append({"id": f"gpt4_{v.vignette_id}_{j}", "vignette_id": v.vignette_id,
-                         "text": f"{text} {GPT4_CLOSINGS[k % len(GPT4_CLOSINGS)]}"})
+                         "text": f"{text.rstrip('.')}, and {closing}"})
             k += 1
     return rows
 
