@@ -6,7 +6,10 @@ training. A trained arm's reward is the committee (``reward: committee``, the
 default) with weights ``w_rm``, ``w_grm`` and optionally its own ``lam``
 (default ``policy.lam``), or the Bradley-Terry reward model alone
 (``reward: bradley_terry``: the v1 recipe, the RM-only committee on the
-Bradley-Terry model's score).
+Bradley-Terry model's score). An arm may set its own KL coefficient ``beta``
+(default ``policy.beta``, which must be > 0); ``beta: 0`` written on an arm
+is the cards' ablation without the anchor to the reference model, trained
+as declared.
 
 Seeds: a trained arm is trained once per seed of its ``seeds`` (default
 ``policy.seeds``); seed ``s`` trains with the config seed + ``s``. Each
@@ -57,6 +60,8 @@ class ArmSpec:
     external: str | None = None
     reward: str = "committee"
     seeds: tuple[int, ...] = (0,)
+    #: this arm's KL coefficient (None: ``policy.beta``); 0 only as a declared ablation (``beta: 0``)
+    beta: float | None = None
 
     @property
     def trained(self) -> bool:
@@ -96,7 +101,7 @@ def parse_arms(policy: Mapping[str, Any]) -> dict[str, ArmSpec]:
         where = f"config key 'policy.arms.{name}'"
         spec = spec or {}
         if spec.get("external"):
-            if any(k in spec for k in ("w_rm", "w_grm", "lam", "seeds")) or spec["reward"] != "committee":
+            if any(k in spec for k in ("w_rm", "w_grm", "lam", "seeds", "beta")) or spec["reward"] != "committee":
                 raise ConfigError("an external arm is not trained here: give `external` alone (no weights, reward "
                                   "or seeds)", where=where)
             out[name] = ArmSpec(name=name, external=str(spec["external"]), seeds=(0,))
@@ -116,7 +121,8 @@ def parse_arms(policy: Mapping[str, Any]) -> dict[str, ArmSpec]:
                                            lam=float(spec.get("lam", default_lam)))
             except ValueError as exc:
                 raise ConfigError(str(exc), where=where) from None
-        out[name] = ArmSpec(name=name, weights=weights, reward=reward, seeds=seeds)
+        beta = float(spec["beta"]) if spec.get("beta") is not None else None
+        out[name] = ArmSpec(name=name, weights=weights, reward=reward, seeds=seeds, beta=beta)
     return out
 
 

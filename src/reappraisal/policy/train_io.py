@@ -61,13 +61,15 @@ ScorerFactory = Callable[[Any], "tuple[RMScorer | None, GRMScorer | None]"]
 
 
 def grpo_settings(policy: Mapping[str, Any], *, seed: int, output_dir: str | Path,
-                  bf16_capable: bool | None = None) -> dict[str, Any]:
+                  bf16_capable: bool | None = None, arm_beta: float | None = None) -> dict[str, Any]:
     """Keyword arguments of ``trl.GRPOConfig`` for the ``policy`` config section (schema defaults filled).
 
     The paper preset gives the model card's settings (lr 8e-6, β 0.04, 12
     generations, 500 steps, bf16); β must be > 0. ``bf16_capable`` lays the
     settings out for another machine (default: this one's GPU decides
-    whether ``bf16: true`` is possible).
+    whether ``bf16: true`` is possible). ``arm_beta``: the arm's own KL
+    coefficient (:class:`~reappraisal.policy.arms.ArmSpec`), which may be 0
+    (the β = 0 ablation an arm declares).
     """
     policy = with_defaults("policy", policy)
     bf16 = use_bf16(policy["bf16"], where="config key 'policy.bf16'", capable=bf16_capable)
@@ -77,7 +79,7 @@ def grpo_settings(policy: Mapping[str, Any], *, seed: int, output_dir: str | Pat
                              save_total_limit=policy["save_total_limit"], bf16=bf16, use_cpu=policy["use_cpu"],
                              activation_checkpointing=policy["gradient_checkpointing"]),
         learning_rate=float(policy["learning_rate"]),
-        beta=check_kl_beta(policy["beta"], where="config key 'policy.beta'"),
+        beta=check_kl_beta(policy["beta"], where="config key 'policy.beta'") if arm_beta is None else float(arm_beta),
         num_generations=int(policy["num_generations"]),
         max_completion_length=int(policy["max_completion_length"]),
         per_device_train_batch_size=int(policy["per_device_train_batch_size"]),
@@ -186,7 +188,7 @@ def train_policy(
         raise PipelineInputError("no vignette of pool 'train'", where="vignettes")
     gold_scorer = policy["gold_scorer"]
     check_gold_scorer(gold_scorer, preset=preset, data_source=data_source)
-    settings = grpo_settings(policy, seed=seed, output_dir=work_dir)
+    settings = grpo_settings(policy, seed=seed, output_dir=work_dir, arm_beta=arm.beta)
     args = GRPOConfig(**settings)  # first: it sets up the distributed state every later check reads
     state = PartialState()
     check_batch_fits(policy, len(rows), state.num_processes)
