@@ -214,6 +214,14 @@ def test_zero_beta_is_refused_with_a_reason(tmp_path):
         load_config(overrides={"policy": {"beta": 0.0}})
     with pytest.raises(ConfigError, match="beta must be > 0"):
         grpo_settings(dict(POLICY, beta=0.0), seed=0, output_dir=tmp_path)
+    # an arm that declares beta 0 is the cards' ablation, trained as declared; policy.beta itself stays > 0
+    assert grpo_settings(POLICY, seed=0, output_dir=tmp_path, arm_beta=0.0)["beta"] == 0.0
+    from reappraisal.policy.arms import parse_arms
+
+    arms = parse_arms(dict(POLICY, arms={"beta0": {"w_rm": 0.5, "w_grm": 0.5, "beta": 0.0}, "plain": {"w_rm": 1.0}}))
+    assert arms["beta0"].beta == 0.0 and arms["plain"].beta is None
+    with pytest.raises(ConfigError, match="external"):
+        parse_arms(dict(POLICY, arms={"ext": {"external": "some/model", "beta": 0.0}}))
     with pytest.raises(ConfigError, match="bf16"):  # bf16 where no GPU can: refused, not silently fp32
         grpo_settings(dict(POLICY, bf16=True), seed=0, output_dir=tmp_path, bf16_capable=False)
 
@@ -233,8 +241,10 @@ def test_arms_from_config_and_external(tmp_path):
     arms = parse_arms(load_config()["policy"])
     assert {n: (a.weights.w_rm, a.weights.w_grm, a.weights.lam) for n, a in arms.items()} == {
         "committee": (0.5, 0.5, 0.5), "rm_only": (1.0, 0.0, 0.5), "committee_rm_heavy": (0.7, 0.3, 0.5),
-        "bradley_terry": (1.0, 0.0, 0.5)}  # the v1 recipe: the RM-only committee on the Bradley-Terry model
+        "bradley_terry": (1.0, 0.0, 0.5),  # the v1 recipe: the RM-only committee on the Bradley-Terry model
+        "grm_only": (0.0, 1.0, 0.5), "beta0": (0.5, 0.5, 0.5)}  # the cards' two ablations
     assert arms["bradley_terry"].reward == "bradley_terry" and arms["bradley_terry"].seeds == (0, 1)
+    assert arms["beta0"].beta == 0.0 and arms["committee"].beta is None
     ext = parse_arms({"arms": {"bt_reward": {"external": "/ckpt/bt"}}})["bt_reward"]
     assert not ext.trained
     health = record_external(ext, tmp_path / "bt_reward")

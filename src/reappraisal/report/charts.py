@@ -243,3 +243,40 @@ def gold_proxy_curves(logs: Mapping[str, pd.DataFrame], *, name: str, title: str
     fig.suptitle(title, fontsize=9.5, x=0.01, ha="left", y=1.06)
     fig.tight_layout()
     return to_svg(fig, name, title)
+
+
+def gold_proxy_against_kl(logs: Mapping[str, pd.DataFrame], *, name: str, title: str) -> str:
+    """Gao et al.'s axes, one panel per arm: gold and the proxy reward (running means over about an eighth of the
+    run) against √KL to the reference (its running mean); an arm without KL (β = 0) is drawn against the step."""
+    arms = [a for a, log in logs.items() if "gold" in log.columns and log["gold"].notna().any()]
+    if not arms:
+        raise ValueError("no training log carries a gold column")
+    ncols = min(4, len(arms))
+    nrows = math.ceil(len(arms) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(10.5, 2.5 * nrows), squeeze=False)
+    handles = {}
+    for ax, arm in zip(axes.flat, arms):
+        log = logs[arm].apply(pd.to_numeric, errors="coerce")
+        window = max(2, len(log) // 8)
+        gold = log["gold"].rolling(window, min_periods=1).mean()
+        proxy = log["reward"].rolling(window, min_periods=1).mean() if "reward" in log else None
+        has_kl = "kl" in log.columns and log["kl"].notna().any()
+        x = np.sqrt(np.clip(log["kl"].rolling(window, min_periods=1).mean(), 0, None)) if has_kl else log["step"]
+        (g,) = ax.plot(x, gold, color="#b8860b", lw=1.6)
+        handles.setdefault("gold (z)", g)
+        if proxy is not None:
+            right = ax.twinx()
+            (p,) = right.plot(x, proxy, color=PALETTE[0], lw=1.4, ls="--")
+            right.tick_params(labelsize=7)
+            right.grid(False)
+            handles.setdefault("proxy reward (right axis)", p)
+        ax.set_xlabel("√KL to the reference" if has_kl else "step (no KL logged at β = 0)", fontsize=7.5)
+        ax.set_title(arm, fontsize=8.5, loc="left")
+        ax.tick_params(labelsize=7.5)
+    for ax in list(axes.flat)[len(arms):]:
+        ax.set_visible(False)
+    fig.legend(list(handles.values()), list(handles), frameon=False, fontsize=7.5, ncol=2, loc="upper right",
+               bbox_to_anchor=(1.0, 1.06))
+    fig.suptitle(title, fontsize=9.5, x=0.01, ha="left", y=1.06)
+    fig.tight_layout()
+    return to_svg(fig, name, title)

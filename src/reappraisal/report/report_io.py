@@ -296,6 +296,8 @@ def _add_training_figures(training: dict, log_artifacts: Sequence[Artifact]) -> 
     if any("gold" in log.columns and log["gold"].notna().any() for log in logs.values()):
         svg = charts.gold_proxy_curves(logs, name="gold-proxy", title=texts["gold_proxy"]["title"])
         training["figures"].append(_figure("fig-gold-proxy", svg, kind="gold-proxy"))
+        svg = charts.gold_proxy_against_kl(logs, name="gold-proxy-kl", title=texts["gold_proxy_kl"]["title"])
+        training["figures"].append(_figure("fig-gold-proxy-kl", svg, kind="gold-proxy-kl"))
     svg = charts.training_curves(logs, name="training", title=texts["training"]["title"])
     training["figures"].append(_figure("fig-training", svg, kind="training"))
 

@@ -1,0 +1,64 @@
+"""The truth of the demo's estimands: the panel's expected verdict, exact in closed form, checked by simulation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reappraisal.data.demo_gold import RatingModel, panel_votes
+from reappraisal.errors import ConfigError
+from reappraisal.evaluation.truth import PanelModel, best_of_truth, contest_score, max_of_k_weights, pair_truth
+from reappraisal.evaluation.truth_io import check_truth_allowed, panel_model
+
+DEMO_PANEL = panel_model({"evaluation": {"headline_judge": "demo-panel"}})
+
+
+def test_contest_score_is_the_panels_simulated_verdict_rate():
+    model = RatingModel.for_dimension("effectiveness", "1")
+    for q_a, q_b in ((0.4, 0.0), (-0.3, 0.5), (1.2, 1.2)):
+        votes = [panel_votes(q_a, q_b, n_raters=5, seed=s, model=model) for s in range(4000)]
+        simulated = np.mean([1.0 if a > b else 0.5 if a == b else 0.0 for a, b in votes])
+        assert contest_score(q_a, q_b, DEMO_PANEL) == pytest.approx(simulated, abs=0.02)
+    # symmetric, and an even panel's equal votes count half
+    assert contest_score(0.7, 0.1, DEMO_PANEL) + contest_score(0.1, 0.7, DEMO_PANEL) == pytest.approx(1.0)
+    even = PanelModel(raters=4, slope=DEMO_PANEL.slope)
+    assert contest_score(0.0, 0.0, even) == pytest.approx(0.5)
+
+
+def test_pair_truth_is_the_mean_of_scenario_truths_and_its_error_shrinks_with_draws():
+    rng = np.random.default_rng(0)
+    fixed = {"a": np.array([0.5, 1.0]), "b": np.array([0.0])}
+    small = pair_truth({"a": rng.normal(0, 1, 64), "b": rng.normal(0, 1, 64)}, fixed, DEMO_PANEL, opponent_is_draw=False)
+    large = pair_truth({"a": rng.normal(0, 1, 4096), "b": rng.normal(0, 1, 4096)}, fixed, DEMO_PANEL,
+                       opponent_is_draw=False)
+    assert large.value == pytest.approx(np.mean(list(large.per_scenario.values())))
+    assert large.se < small.se / 4
+    assert abs(small.value - large.value) < 4 * small.se
+    # against itself, a system's truth is one half
+    same = rng.normal(0, 1, 2048)
+    assert pair_truth({"s": same}, {"s": same}, DEMO_PANEL, opponent_is_draw=True).value == pytest.approx(0.5, abs=1e-9)
+
+
+def test_best_of_k_by_gold_is_the_maximum_of_k_draws():
+    w = max_of_k_weights(10, 3)
+    assert w.sum() == pytest.approx(1.0) and np.all(np.diff(w) > 0)
+    rng = np.random.default_rng(1)
+    draws = {"s": rng.normal(0, 1, 2000)}
+    ref = {"s": np.array([0.8])}
+    exact = best_of_truth(draws, ref, DEMO_PANEL, k=8, n_bootstrap=30)
+    simulated = np.mean([contest_score(rng.choice(draws["s"], 8).max(), 0.8, DEMO_PANEL) for _ in range(4000)])
+    assert exact.value == pytest.approx(simulated, abs=0.02)
+    assert exact.value > pair_truth(draws, ref, DEMO_PANEL, opponent_is_draw=False).value + 0.2
+
+
+def test_the_truth_stage_is_refused_on_data_that_are_not_the_demos():
+    with pytest.raises(ConfigError) as err:
+        check_truth_allowed({"preset": "paper", "data": {"source": "osf"}})
+    assert "evaluation.truth" in str(err.value) and "\n" not in str(err.value)
+    check_truth_allowed({"preset": "demo", "data": {"source": "bundled"}})
+
+
+def test_the_truth_needs_a_panel_headline_judge(tmp_path):
+    with pytest.raises(ConfigError, match="panel"):
+        panel_model({"evaluation": {"headline_judge": "llama-3.1-70b-instruct"}})
