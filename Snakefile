@@ -16,7 +16,6 @@ include: "workflow/rules/grm.smk"
 include: "workflow/rules/policy.smk"
 include: "workflow/rules/evaluation.smk"
 include: "workflow/rules/confirm.smk"
-include: "workflow/rules/truth.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/summary.smk"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from reappraisal.data.demo_gold import RatingModel, panel_votes

@@ -182,7 +182,7 @@ def test_index_names_every_table_and_says_what_each_interval_estimates(workspace
     index = json.loads((root / "results/summary/tables/index.json").read_text())
     names = [entry["name"] for entry in index]
     assert names == ["headline", "per_scenario", "per_run", "head_to_head", "ood", "judge_calibration",
-                     "reward_models", "grm", "training_health", "reward_path_gap", "length_bias", "length_bins",
+                     "reward_models", "grm", "training_health", "overoptimization", "reward_path_gap", "length_bias", "length_bins",
                      "ablation", "seeds", "best_of_n", "selection", "confirmation", "card_policy", "card_head_to_head", "card_ood", "card_ablation", "card_reward_models"]
     for entry in index:
         assert entry["title"] and entry["caption"] and entry["estimand"] and entry["status"] == "ok"

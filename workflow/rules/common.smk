@@ -286,6 +286,16 @@ def get_evaluation_outputs(kind="contests"):
     return [f"results/evaluation/run{r}/{kind}.parquet" for r in EVAL_RUNS]
 
 
+TRUTH_SYSTEMS = EVAL_SYSTEMS if TRUTH_ENABLED else []
+
+
+def get_truth_scorer_inputs(wildcards=None):
+    """The scorer models compute_truth ranks best-of-N systems' truth draws with."""
+    rm = sorted({d for s in BON_SYSTEMS for d in get_scorer_folders(s)["rm"]})
+    bt = sorted({get_scorer_folders(s)["bradley_terry"] for s in BON_SYSTEMS} - {None})
+    return {"rm": rm, "bradley_terry": bt}
+
+
 def get_summary_inputs(wildcards=None):
     """What summarize reads: every run's contests and judgments, the metrics, each arm's training record."""
     arms = POLICY_ARMS
@@ -302,8 +312,8 @@ def get_summary_inputs(wildcards=None):
         "preregistration": ["results/confirm/preregistration.yaml"] if CONFIRM_ENABLED else [],
         "confirmation_contests": ["results/confirm/contests.parquet"] if CONFIRM_ENABLED else [],
         "candidates": [f"results/evaluation/run{r}/best_of_n/{s}.parquet" for r in EVAL_RUNS for s in BON_SYSTEMS],
-        "truths": ["results/truth/truths.parquet"] if TRUTH_ENABLED else [],
-        "world": ["results/truth/world.parquet"] if TRUTH_ENABLED else [],
+        "truths": ["results/evaluation/truth/truths.parquet"] if TRUTH_ENABLED else [],
+        "world": ["results/evaluation/truth/world.parquet"] if TRUTH_ENABLED else [],
     }
 
 

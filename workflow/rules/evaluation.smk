@@ -3,6 +3,9 @@
 # generate_answers / generate_best_of_n (one job per system, every run's file) -> judge (per run: both
 # orders, every judge).
 # Runs never share generations or verdicts; the summary pools them.
+# The truth (demo only, evaluation.truth.enabled): draw_truth (one job per generated
+# system: many fresh answers per scenario with their gold) and compute_truth (every
+# judged row's true win rate and the world table; src/reappraisal/evaluation/truth_io.py).
 
 
 rule check_ood:
@@ -155,6 +158,52 @@ rule judge:
         " --targets {input.targets} --vignettes {input.vignettes} --calibration {input.calibration}"
         " --cache-dir {params.cache} --judgments {output.judgments} --contests {output.contests}"
         " {params.rm_flag} {params.grm_flag} --params {params.cfg:q} 2>&1 | tee {log}"
+
+
+rule draw_truth:
+    input:
+        model=get_system_model_input,
+        vignettes="data/interim/vignettes.parquet",
+        ood="results/evaluation/ood_disjointness.json",
+    output:
+        draws="results/evaluation/truth/draws/{system}.parquet",
+    priority: 5
+    params:
+        cfg=lambda w: section_file("evaluation", "policy", "data"),
+        model=lambda w: get_system_model(w.system),
+    resources:
+        gpu=1,
+    log:
+        "logs/draw_truth/{system}.log",
+    conda:
+        "../../envs/train.yaml"
+    shell:
+        "python -m reappraisal draw-truth --system {wildcards.system} --model {params.model:q}"
+        " --vignettes {input.vignettes} --out {output.draws} --params {params.cfg:q} 2>&1 | tee {log}"
+
+
+rule compute_truth:
+    input:
+        unpack(get_truth_scorer_inputs),
+        draws=expand("results/evaluation/truth/draws/{system}.parquet", system=TRUTH_SYSTEMS),
+        vignettes="data/interim/vignettes.parquet",
+        targets="data/processed/targets.parquet",
+        spec=lambda w: get_judge_files([config["evaluation"]["headline_judge"]]),
+    output:
+        truths="results/evaluation/truth/truths.parquet",
+        world="results/evaluation/truth/world.parquet",
+    params:
+        cfg=lambda w: section_file("evaluation", "policy", "reward", "grm", "data"),
+        rm_flag=lambda w, input: ("--rm-dirs " + " ".join(input.rm)) if input.rm else "",
+        bt_flag=lambda w, input: f"--bradley-terry {input.bradley_terry[0]}" if input.bradley_terry else "",
+    log:
+        "logs/compute_truth.log",
+    conda:
+        "../../envs/train.yaml"
+    shell:
+        "python -m reappraisal compute-truth --draws {input.draws} --vignettes {input.vignettes}"
+        " --targets {input.targets} {params.rm_flag} {params.bt_flag} --out {output.truths}"
+        " --world {output.world} --params {params.cfg:q} 2>&1 | tee {log}"
 
 
 REPORT_INPUTS["judge_calibration"] = "results/evaluation/judge_calibration.json"

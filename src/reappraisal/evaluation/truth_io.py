@@ -1,6 +1,6 @@
 """draw_truth and compute_truth stages (demo only): the true value of every win-rate estimand.
 
-``draw-truth`` (one job per generated system: every evaluated arm instance
+``draw-truth`` (:mod:`.truth_draw_io`; one job per generated system: every evaluated arm instance
 and every ``model`` opponent, e.g. the base policy): ``evaluation.truth.
 answers_per_scenario`` fresh answers per scenario of every pool (train, the
 OOD selection pool and the confirmation pool), sampled with the evaluation's
@@ -27,7 +27,6 @@ truth exists only where the world is known.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -57,7 +56,7 @@ def check_truth_allowed(params: Mapping) -> None:
     from ..data.demo_gold import require_demo_data
 
     require_demo_data("the truth stage (evaluation.truth)", preset=str(params.get("preset")),
-                      data_source=params.get("data", {}).get("source"),
+                      data_source=params["data"]["source"],
                       fix="has no known truth: set evaluation.truth.enabled false", where="config evaluation.truth")
 
 
@@ -200,7 +199,7 @@ def compute_truths(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vig
                                "n_scenarios": int(g["n_scenarios"].iloc[0]), "draws_per_scenario": per})
     base = _oracle_source(opps)
     if base is not None:
-        k = int(ev["truth"]["oracle"]["n"])
+        k = int(ev["truth"]["oracle"]["candidates"])
         golds = _by_scenario(draws[base], "train")
         for opp in opps.values():
             if opp.kind == "answers" and "train" in opp.pools:
@@ -246,7 +245,7 @@ def world_table(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vignet
         add(name, frame[frame["pool"] == "train"])
     base = _oracle_source(opponents(params))
     if base is not None:
-        k = int(params["evaluation"]["truth"]["oracle"]["n"])
+        k = int(params["evaluation"]["truth"]["oracle"]["candidates"])
         rng = np.random.default_rng(0)
         picks = []
         for v, g in draws[base][draws[base]["pool"] == "train"].groupby("vignette_id", sort=True):
@@ -257,27 +256,7 @@ def world_table(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vignet
     return pd.DataFrame(rows, columns=WORLD_COLUMNS)
 
 
-def draw_cli(argv: Sequence[str] | None = None) -> int:
-    """``draw-truth``: one generated system's truth draws."""
-    from ..policy.arms import resolve_model_dir
-    from ..training import set_cpu_threads
-
-    ap = argparse.ArgumentParser(prog="reappraisal draw-truth", description=__doc__.splitlines()[0])
-    for name in ("system", "model", "vignettes", "params", "out"):
-        ap.add_argument(f"--{name}", required=True)
-    args = ap.parse_args(argv)
-    params = sections_with_defaults(parse_params(args.params), "evaluation", "policy", "data")
-    check_truth_allowed(params)
-    set_cpu_threads(params["evaluation"]["generation"].get("cpu_threads"), use_cpu=True)
-    model_dir = resolve_model_dir(args.model) if Path(args.model).is_dir() else args.model
-    oracle = args.system == _oracle_source(opponents(params))
-    table = draws_for(args.system, model_dir, read_table(args.vignettes), params, oracle=oracle)
-    write_parquet(table, args.out)
-    print(f"draw_truth {args.system}: {len(table)} draws, mean gold {table['gold'].mean():+.3f} -> {args.out}")
-    return 0
-
-
-def compute_cli(argv: Sequence[str] | None = None) -> int:
+def cli_main(argv: Sequence[str] | None = None) -> int:
     """``compute-truth``: every judged row's truth and the world table from the draws."""
     ap = argparse.ArgumentParser(prog="reappraisal compute-truth", description=__doc__.splitlines()[0])
     for name in ("vignettes", "targets", "params", "out", "world"):

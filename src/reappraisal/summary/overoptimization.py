@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 from typing import Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 
 from .summary_table import Table, not_computable

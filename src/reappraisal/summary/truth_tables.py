@@ -13,7 +13,9 @@ of every (system, opponent, pool) win rate on the demo. Here:
 * :func:`truth_verdicts`: each claim's rule applied to the truths (every
   condition reading a win-rate estimate or an interval bound reads the
   truth instead; conditions on other columns read their values). A rule
-  that reads no win rate has no truth verdict.
+  that reads no win rate, or that says an interval contains a value (no
+  detectable difference: a truth is never exactly that value), has no
+  truth verdict.
 
 The truth is conditional on the demo's scenarios; the headline interval
 targets a population of scenarios, so coverage of these truths is a check
@@ -155,6 +157,16 @@ def world_summary_table(world: pd.DataFrame) -> Table:
                  "quantiles of the gold of each group's texts", world.copy())
 
 
+def _brackets_a_value(conditions: list[Mapping]) -> bool:
+    """A rule reading both bounds of one row's interval against one value ("the interval contains X": no
+    detectable difference): a truth is never exactly X, so such a claim has no truth verdict."""
+    seen = {}
+    for c in conditions:
+        key = (c["table"], tuple(sorted(c["where"].items())), str(c["than"]))
+        seen.setdefault(key, set()).add(c["op"].strip("="))
+    return any(ops >= {"<", ">"} for ops in seen.values())
+
+
 def truth_verdicts(records: list[dict], claims: list[Mapping], tables: Mapping[str, Table],
                    settings: Mapping[str, Any]) -> None:
     """Add ``truth_verdict`` (holds / fails / None) and ``truth_values`` to each claim record in place."""
@@ -163,7 +175,7 @@ def truth_verdicts(records: list[dict], claims: list[Mapping], tables: Mapping[s
         rule = by_id[record["id"]]["rule"]
         record["truth_verdict"], record["truth_values"] = None, []
         conditions = rule_conditions(rule)
-        if not conditions:
+        if not conditions or _brackets_a_value(conditions):
             continue
         results, read_truth = [], False
         try:
