@@ -15,9 +15,10 @@ from reappraisal.import_closure import module_path
 from tests.report.browser import ensure_chromium, render
 from tests.workflow_utils import imported_package_modules
 
-ARMS = ("committee", "rm_only", "committee_rm_heavy", "bradley_terry")
+ARMS = ("committee", "rm_only", "committee_rm_heavy", "bradley_terry", "grm_only", "beta0")
 #: The trained policies (folders in results/policy/): an arm of one seed, or each seed of the v1 arm.
-POLICIES = ("committee", "rm_only", "committee_rm_heavy", "bradley_terry-seed0", "bradley_terry-seed1")
+POLICIES = ("committee", "rm_only", "committee_rm_heavy", "bradley_terry-seed0", "bradley_terry-seed1", "grm_only",
+            "beta0")
 #: Every candidate beside the arms: the v1 arm's two seeds and the best-of-N system.
 CANDIDATES = ("bradley_terry-seed0", "bradley_terry-seed1", "committee-bon4-ensemble")
 

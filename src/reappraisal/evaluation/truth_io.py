@@ -16,7 +16,8 @@ evaluation judges gets its truth and Monte Carlo error
 systems (their instance's draws ranked by their scorer: the best-of-N pick's
 distribution is exact given the draws), each pooled arm (the mean of its
 seeds), and the oracle (best-of-n of the base policy by gold) against every
-answers opponent on the training scenarios. Also the world table: gold
+answers opponent on the training scenarios, beside the base policy's own
+truth there (the world's calibration anchors). Also the world table: gold
 quantiles of the human reappraisals per scenario, of each opponent's answers,
 of the base policy's and of the oracle's.
 
@@ -204,6 +205,11 @@ def compute_truths(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vig
         for opp in opps.values():
             if opp.kind == "answers" and "train" in opp.pools:
                 theirs, _ = opponent_side(opp, "train")
+                # the base policy itself (the world's calibration: it must lose clearly to GPT-4-0314) ...
+                pooled.append(_row(base, opp.name, "train", "base",
+                                   pair_truth(_by_scenario(draws[base], "train", limit=per), theirs, panel,
+                                              opponent_is_draw=False), per))
+                # ... and the gold oracle, best-of-k of its draws by gold (it must be able to win)
                 pooled.append(_row(ORACLE, opp.name, "train", "oracle",
                                    best_of_truth(golds, theirs, panel, k=k), len(next(iter(golds.values())))))
     return pd.concat([table, pd.DataFrame(pooled, columns=TRUTH_COLUMNS)], ignore_index=True)
