@@ -117,7 +117,7 @@ def test_every_table_in_the_index_is_rendered_and_figures_are_inline_svg(built):
     # one forest plot leads; per-scenario and per-run views are small multiples (one figure each, a panel per
     # opponent); gold/proxy and health curves; calibration
     figures = [k for k in page.ids if k.startswith("fig-")]
-    assert set(figures) == {"fig-forest", "fig-scenario-study", "fig-scenario-other", "fig-run", "fig-gold-proxy",
+    assert set(figures) == {"fig-forest", "fig-scenario-study", "fig-scenario-other", "fig-run", "fig-gold-proxy", "fig-gold-proxy-kl",
                             "fig-training", "fig-calibration"}
     assert text.count("<svg") == len(figures)
     assert text.index('id="fig-forest"') < text.index('id="headline-table"')
