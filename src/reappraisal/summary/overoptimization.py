@@ -81,9 +81,8 @@ def overoptimization_table(arms: Sequence[str], logs: Mapping[str, pd.DataFrame 
         rows.append(row)
         row_sources.append(tuple(p for p in sources.get(arm, ()) if p.endswith(".csv")))
     frame = pd.DataFrame(rows, columns=OVEROPTIMIZATION_COLUMNS)
-    display = [("arm", ("arm",)), ("gold first", ("gold_first",)), ("gold peak", ("gold_peak",)),
-               ("at step", ("gold_peak_step",)), ("gold last", ("gold_last",)), ("drop", ("gold_drop",)),
-               ("± se", ("gold_drop_se",)), ("proxy at peak", ("proxy_at_peak",)), ("proxy last", ("proxy_last",)),
-               ("√KL at peak", ("sqrt_kl_at_peak",)), ("√KL last", ("sqrt_kl_last",)),
+    display = [("arm", ("arm",)), ("gold peak", ("gold_peak",)), ("step", ("gold_peak_step",)),
+               ("gold last", ("gold_last",)), ("drop", ("gold_drop",)), ("se", ("gold_drop_se",)),
+               ("proxy at peak", ("proxy_at_peak",)), ("proxy last", ("proxy_last",)), ("sqrt KL", ("sqrt_kl_last",)),
                ("overoptimized", ("overoptimized",))]
     return Table("overoptimization", title, caption, estimand, frame, row_sources, display=display)

@@ -144,8 +144,12 @@ def truth_table(tables: Mapping[str, Table]) -> Table:
                f"{len(frame)} intervals cover their truth ({share:.0%}). The headline interval targets a population "
                f"of scenarios; this truth is conditional on the demo's scenarios, so the share is a check of the "
                f"pipeline on this world, not its coverage.")
+    display = [("table", ("table",)), ("system", ("system",)), ("versus", ("versus",)), ("opponent", ("opponent",)),
+               ("pool", ("pool",)), ("estimate", ("estimate",)), ("interval", ("low", "high")), ("truth", ("truth",)),
+               ("covered", ("covered",))]
     return Table("truth", "Does the pipeline tell the truth?", caption,
-                 "the estimand of each row's interval, computed exactly from the demo world's gold", frame, sources)
+                 "the estimand of each row's interval, computed exactly from the demo world's gold", frame, sources,
+                 display=display)
 
 
 def world_summary_table(world: pd.DataFrame) -> Table:
