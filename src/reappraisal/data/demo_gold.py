@@ -79,11 +79,6 @@ def _known_scenarios() -> dict[str, Scenario]:
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+)\b")
 
 
-def scenario_keywords(scenario: str) -> tuple[str, ...]:
-    """The scenario's keywords: the generator's for its own scenarios, else its content words (≥ 4 letters)."""
-    return world_scenario(scenario).keywords
-
-
 @lru_cache(maxsize=64)
 def world_scenario(scenario: str) -> Scenario:
     """The world's view of a scenario text: the generator's own, or one read off any other text.
