@@ -113,3 +113,26 @@ def test_the_check_fails_on_a_widened_table_and_on_a_bare_comparison(tmp_path):
     assert any("Overfull" in p for p in compile_inputs([wide], tmp_path / "a").problems)
     assert compile_inputs([bare], tmp_path / "b").text_mode_comparisons
     assert text_mode_comparisons("coverage $\\geq$ 0.93 and $x < y$") == []
+
+
+@pytest.mark.parametrize("extra_chars", [0, 15])
+def test_a_long_wide_table_fits_its_landscape_page(tmp_path, extra_chars):
+    """A 40-row table as wide as the demo's length-bias table (about 155 characters a row) and 15 wider: the
+    longtable, which cannot be scaled, is set in a size whose line holds it."""
+    import numpy as np
+
+    from reappraisal.summary.render import to_latex
+    from reappraisal.summary.summary_table import Table
+
+    rng = np.random.default_rng(0)
+    n = 40
+    frame = pd.DataFrame({
+        "judge": ["reward_path:ensemble"] * n, "arm": ["committee_rm_heavy"] * n,
+        "opponent": ["arm:committee_rm_heavy" + "x" * extra_chars] * n, "pool": ["train"] * n,
+        "longer wins": rng.random(n), "decided": rng.integers(100, 999, n), "mean length diff": -rng.random(n) * 40,
+        "win rate": rng.random(n), "length-controlled": rng.random(n), "length coef": rng.normal(size=n),
+    })
+    path = tmp_path / "wide_long.tex"
+    path.write_text(to_latex(Table("wide_long", "A wide long table", "Its rows are wide.", "-", frame)))
+    out = compile_inputs([path], tmp_path / "latex")
+    assert out.problems == []

@@ -101,6 +101,9 @@ PORTRAIT_CHARS = 70
 FLOAT_PORTRAIT_CHARS = 84
 #: More rows than this: a longtable, which breaks across pages.
 LONG_ROWS = 30
+#: A landscape longtable whose row is wider than this many characters is set in ``\\tiny`` with narrower
+#: column gaps (about 148 fit a landscape line in ``\\scriptsize``, about 175 in ``\\tiny``).
+LANDSCAPE_SCRIPT_CHARS = 140
 _NUMBER = re.compile(r"^(-?)(\d+)(?:\.(\d+))?(?:e([+-]?)(\d+))?$")
 
 
@@ -183,11 +186,13 @@ def to_latex(table: Table) -> str:
     long = len(rows) > LONG_ROWS and not portrait
     wide = chars > (PORTRAIT_CHARS if long else FLOAT_PORTRAIT_CHARS) and not portrait
     # a longtable cannot be scaled down: a wide one is set in the smallest size a table is read in
-    size = ("\\scriptsize\n" if long else "\\footnotesize\n") if wide else "\\small\n"
+    small = "\\tiny\n" if chars > LANDSCAPE_SCRIPT_CHARS else "\\scriptsize\n"
+    size = (small if long else "\\footnotesize\n") if wide else "\\small\n"
     column_format = "".join(specs) if all(len(s) == 1 for s in specs) else " ".join(specs)
     if long:
+        gap = "2pt" if size.startswith("\\tiny") else "3pt"
         text = (
-            "{" + size + "\\setlength{\\tabcolsep}{3pt}\n"
+            "{" + size + f"\\setlength{{\\tabcolsep}}{{{gap}}}\n"
             f"\\begin{{longtable}}{{{column_format}}}\n{caption}{label}\\\\\n"
             f"\\toprule\n{head}\\midrule\n\\endfirsthead\n"
             f"\\toprule\n{head}\\midrule\n\\endhead\n\\bottomrule\n\\endfoot\n"
