@@ -16,6 +16,7 @@ import sys
 from typing import Any, Callable, Sequence
 
 from .errors import FinishedElsewhere, PipelineInputError
+from .profiling import profiled
 
 #: command name -> "module:function"; the function takes the remaining argv.
 COMMANDS: dict[str, str] = {
@@ -70,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: unknown command {name!r}; known: {', '.join(sorted(COMMANDS))}", file=sys.stderr)
         return 2
     try:
-        result = _resolve(name)(rest)
+        result = profiled(name, lambda: _resolve(name)(rest))
     except PipelineInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
