@@ -30,7 +30,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
-from bench_demo import PINNED, rule_seconds  # noqa: E402  (the same Snakemake log reading)
+from bench_demo import PINNED, rule_seconds  # the same Snakemake log reading
 
 IMPORT_FUNCTIONS = {("<frozen importlib._bootstrap>", "_find_and_load")}
 
