@@ -9,7 +9,12 @@ import pandas as pd
 
 def test_every_checked_interval_has_its_truth_and_most_cover_it(demo_run):
     truths = pd.read_parquet(demo_run / "results/evaluation/truth/truths.parquet")
-    assert (truths["truth_se"] <= 0.01).all(), truths.sort_values("truth_se").tail(3).to_dict("records")
+    # a truth an interval is checked against has a Monte Carlo error far below any interval's width; the world's
+    # anchors (the base policy, the gold oracle: best-of-64 of 1,024 draws, its error dominated by the top
+    # draws) are checked against their bars with a margin of several errors instead (next test)
+    checked = truths[~truths["kind"].isin(["base", "oracle"])]
+    assert (checked["truth_se"] <= 0.01).all(), checked.sort_values("truth_se").tail(3).to_dict("records")
+    assert (truths["truth_se"] <= 0.02).all(), truths.sort_values("truth_se").tail(3).to_dict("records")
     table = pd.read_csv(demo_run / "results/summary/tables/truth.csv")
     assert {"headline", "ood", "head_to_head", "ablation", "best_of_n", "selection"} <= set(table["table"])
     assert table["truth"].between(-1, 1).all() and table["covered"].isin([True, False]).all()
@@ -22,8 +27,9 @@ def test_every_checked_interval_has_its_truth_and_most_cover_it(demo_run):
 
 def test_the_world_is_calibrated_by_its_truths(demo_run):
     truths = pd.read_parquet(demo_run / "results/evaluation/truth/truths.parquet").set_index(["system", "opponent"])
-    assert truths.loc[("base-policy", "gpt-4-0314"), "truth"] <= 0.25
-    assert truths.loc[("oracle:base-policy:gold", "gpt-4-0314"), "truth"] >= 0.65
+    base, oracle = truths.loc[("base-policy", "gpt-4-0314")], truths.loc[("oracle:base-policy:gold", "gpt-4-0314")]
+    assert base["truth"] + 4 * base["truth_se"] <= 0.25  # it loses clearly, beyond its Monte Carlo error
+    assert oracle["truth"] - 4 * oracle["truth_se"] >= 0.65  # the best of the base policy's answers can win
     world = pd.read_csv(demo_run / "results/summary/tables/world.csv")
     by_group = world.groupby("group")["q50"].mean()
     assert {"human", "gpt4", "base-policy", "oracle:base-policy:gold", "grm_only", "beta0"} <= set(by_group.index)
