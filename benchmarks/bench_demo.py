@@ -66,25 +66,32 @@ def rule_seconds(log: str) -> dict[str, float]:
 PINNED = tuple(numerics.PINNED)
 
 
+def demo_in_clone(root: Path, commit: str, cores: int, extra_env: dict[str, str] | None = None) -> tuple[float, str]:
+    """Clone this repository at ``commit`` into ``root/repo``, link the ``.venv`` and run the README's demo
+    command there: (wall seconds, Snakemake's log). ``profile_demo.py`` runs it too."""
+    repo = root / "repo"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(repo)], check=True)
+    subprocess.run(["git", "checkout", "-q", commit], cwd=repo, check=True)
+    (repo / ".venv").symlink_to(REPO / ".venv")
+    env = {k: v for k, v in os.environ.items() if k not in PINNED}
+    env.update(PYTHONPATH=str(repo / "src"), **(extra_env or {}))  # the launcher of that commit, not this one
+    if (repo / "src/reappraisal/run_io.py").is_file():
+        cmd = [str(REPO / ".venv/bin/python"), "-m", "reappraisal", "run", "results/report.html", "--cores", str(cores)]
+    else:
+        cmd = [str(REPO / ".venv/bin/snakemake"), "--cores", str(cores), "results/report.html"]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr[-3000:])
+        raise SystemExit(f"the demo failed at {commit} (exit {proc.returncode})")
+    return wall, proc.stderr + proc.stdout
+
+
 def one_run(commit: str, cores: int, extra_env: dict[str, str] | None = None) -> tuple[float, dict[str, float]]:
     with tempfile.TemporaryDirectory(prefix="bench_demo_") as tmp:
-        repo = Path(tmp) / "repo"
-        subprocess.run(["git", "clone", "-q", str(REPO), str(repo)], check=True)
-        subprocess.run(["git", "checkout", "-q", commit], cwd=repo, check=True)
-        (repo / ".venv").symlink_to(REPO / ".venv")
-        env = {k: v for k, v in os.environ.items() if k not in PINNED}
-        env.update(PYTHONPATH=str(repo / "src"), **(extra_env or {}))  # the launcher of that commit, not this one
-        if (repo / "src/reappraisal/run_io.py").is_file():
-            cmd = [str(REPO / ".venv/bin/python"), "-m", "reappraisal", "run", "results/report.html", "--cores", str(cores)]
-        else:
-            cmd = [str(REPO / ".venv/bin/snakemake"), "--cores", str(cores), "results/report.html"]
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, env=env)
-        wall = time.perf_counter() - t0
-        if proc.returncode != 0:
-            sys.stderr.write(proc.stderr[-3000:])
-            raise SystemExit(f"the demo failed at {commit} (exit {proc.returncode})")
-        return wall, rule_seconds(proc.stderr + proc.stdout)
+        wall, log = demo_in_clone(Path(tmp), commit, cores, extra_env)
+        return wall, rule_seconds(log)
 
 
 def main(argv=None) -> int:

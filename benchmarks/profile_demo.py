@@ -19,18 +19,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pstats
 import subprocess
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
-from bench_demo import PINNED, rule_seconds  # the same Snakemake log reading
+from bench_demo import demo_in_clone, rule_seconds  # the same clone, command and log reading
 
 IMPORT_FUNCTIONS = {("<frozen importlib._bootstrap>", "_find_and_load")}
 
@@ -97,21 +95,9 @@ def main(argv=None) -> int:
                             check=True).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="profile_demo_") as tmp:
         root = Path(args.keep) if args.keep else Path(tmp)
-        repo, profiles = root / "repo", root / "profiles"
-        subprocess.run(["git", "clone", "-q", str(REPO), str(repo)], check=True)
-        subprocess.run(["git", "checkout", "-q", commit], cwd=repo, check=True)
-        (repo / ".venv").symlink_to(REPO / ".venv")
-        env = {k: v for k, v in os.environ.items() if k not in PINNED}
-        env.update(PYTHONPATH=str(repo / "src"), REAPPRAISAL_PROFILE_DIR=str(profiles))
-        cmd = [str(REPO / ".venv/bin/python"), "-m", "reappraisal", "run", "results/report.html", "--cores",
-               str(args.cores)]
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, env=env)
-        wall = time.perf_counter() - t0
-        if proc.returncode != 0:
-            sys.stderr.write(proc.stderr[-3000:])
-            raise SystemExit(f"the demo failed at {commit} (exit {proc.returncode})")
-        text = markdown(summarize(profiles, rule_seconds(proc.stderr + proc.stdout)), wall, commit)
+        profiles = root / "profiles"
+        wall, log = demo_in_clone(root, commit, args.cores, {"REAPPRAISAL_PROFILE_DIR": str(profiles)})
+        text = markdown(summarize(profiles, rule_seconds(log)), wall, commit)
         (root / "profile_demo.md").write_text(text)
         print(text)
     return 0

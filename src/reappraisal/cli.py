@@ -12,11 +12,11 @@ exits 0: the outputs are in place.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from typing import Any, Callable, Sequence
 
 from .errors import FinishedElsewhere, PipelineInputError
+from .profiling import profiled
 
 #: command name -> "module:function"; the function takes the remaining argv.
 COMMANDS: dict[str, str] = {
@@ -71,12 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: unknown command {name!r}; known: {', '.join(sorted(COMMANDS))}", file=sys.stderr)
         return 2
     try:
-        if os.environ.get("REAPPRAISAL_PROFILE_DIR"):  # benchmarks/profile_demo.py; never loaded otherwise
-            from .profiling import profiled
-
-            result = profiled(name, lambda: _resolve(name)(rest))
-        else:
-            result = _resolve(name)(rest)
+        result = profiled(name, lambda: _resolve(name)(rest))  # as is unless REAPPRAISAL_PROFILE_DIR is set
     except PipelineInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
