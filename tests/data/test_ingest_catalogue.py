@@ -191,6 +191,18 @@ BAD_INPUTS = [
      ["reapp.csv, line 3", "'v9'", "unknown scenario id 'v9': defined by no vignettes source (vignettes.csv)"]),
     ("unknown_reappraisal", {"ratings.csv": "rater,rid,eff,emp\np1,r1,5,4\np1,r7,3,2\n"}, DATA_CFG,
      ["ratings.csv, line 3", "'r7'", "unknown reappraisal id 'r7': defined by no reappraisals source (reapp.csv)"]),
+    # an unknown id derived by hashing names the cell it was derived from
+    ("unknown_hashed_reappraisal_id", {"ratings.csv": "rater,answer,eff,emp\np1,Maybe.,5,4\np1,Mabye.,3,2\n",
+                                       "reapp.csv": "rid,scen,answer\nr1,v1,Maybe.\nr2,v1,You could.\nr3,v2,Stress.\nr4,v2,HR.\n"},
+     cfg_with(f"{RATINGS_SRC}.columns.reappraisal_id", {"hash": ["answer"]},
+              cfg_with("ingest.reappraisals.0.columns.reappraisal_id", {"hash": ["answer"]})),
+     ["ratings.csv, line 3", "derived by hashing column 'answer' = 'Mabye.'", "reapp.csv"]),
+    # once silently wrong: ids a spreadsheet turned into dates ('4-10' shown as '10-Apr') linked to nothing or to another row
+    ("reappraisal_ids_turned_into_dates", {"reapp.csv": "rid,scen,answer\n4-32,v1,Maybe.\n10-Apr,v1,You could.\n4-33,v2,Stress.\n4-34,v2,HR.\n",
+                                           "ratings.csv": "rater,rid,eff,emp\np1,4-32,5,4\np1,10-Apr,3,2\n"}, DATA_CFG,
+     ["reapp.csv, line 3", "reappraisal_id '10-Apr' is a date among ids that are not ('4-32'", "export", "as text"]),
+    ("rating_ids_turned_into_dates", {"ratings.csv": "rater,rid,eff,emp\np1,r1,5,4\n2024-03-01,r2,3,2\n"}, DATA_CFG,
+     ["ratings.csv, line 3", "rater_id '2024-03-01' is a date", "ratings file's rater_id column"]),
     ("unknown_reappraisal_near_a_known_one", {"ratings.csv": "rater,rid,eff,emp\np1,r1,5,4\np1,R2,3,2\n"}, DATA_CFG,
      ["ratings.csv, line 3", "'R2'", "reapp.csv", "did you mean 'r2'?"]),
     # once silently wrong: a rating file's own scenario column was ignored
@@ -353,3 +365,15 @@ def test_numeric_mangling_is_told_apart_from_decimal_ids_kept_as_text():
     assert numeric_mangling(defined, ["4.1", "4.10", "4.2"]) is None  # the zero-padded form survived: text
     assert numeric_mangling(["r1", "r10"], ["r1"]) is None  # not decimals
     assert numeric_mangling(["4.1", "4.2"], ["4.1"]) is None  # nothing a number could have lost
+
+
+def test_date_mangling_is_told_apart_from_ids_that_are_dates_throughout():
+    from reappraisal.data.ids import date_mangling, looks_like_a_date
+
+    for date in ["10-Apr", "Apr-10", "2024-04-10", "2024-04-10 00:00:00", "4/10/2024", "10-apr-24"]:
+        assert looks_like_a_date(date), date
+    for not_a_date in ["4-10", "4-32", "r10", "S4_P001", "2024-04-10_p1", "4.10", "R_3kQ"]:
+        assert not looks_like_a_date(not_a_date), not_a_date
+    assert date_mangling(["4-32", "10-Apr", "4-33"]) == ("10-Apr", "4-32")
+    assert date_mangling(["2024-01-02", "2024-01-03"]) is None  # dates throughout: ids that are dates, consistently
+    assert date_mangling(["r1", "r2"]) is None

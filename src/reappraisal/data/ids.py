@@ -51,3 +51,22 @@ def numeric_mangling(defined: Iterable[str], used: Iterable[str]) -> list[str] |
         return None
     as_numbers = {float(v) for v in used}
     return padded if any(float(v) in as_numbers for v in padded) else None
+
+
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)"
+#: How a spreadsheet shows a date it made of a cell: ISO (with a zero time), month/day/year, day-month, month-year.
+_DATE = re.compile(rf"^(?:\d{{4}}-\d{{1,2}}-\d{{1,2}}(?:[ T]00:00(?::00)?)?|\d{{1,2}}/\d{{1,2}}/\d{{2,4}}"
+                   rf"|\d{{1,2}}-{_MONTH}(?:-\d{{2,4}})?|{_MONTH}-\d{{2,4}})$", re.IGNORECASE)
+
+
+def looks_like_a_date(value: str) -> bool:
+    return bool(_DATE.match(str(value).strip()))
+
+
+def date_mangling(ids: Iterable[str]) -> tuple[str, str] | None:
+    """``(a date, an id)`` when an id column mixes dates with other ids (``10-Apr`` beside ``4-32``): a spreadsheet
+    made dates of the ids it could read as one; else None (no date, or only dates: ids that are dates throughout)."""
+    values = [str(v) for v in ids]
+    dates = [v for v in values if looks_like_a_date(v)]
+    others = [v for v in values if not looks_like_a_date(v)]
+    return (dates[0], others[0]) if dates and others else None

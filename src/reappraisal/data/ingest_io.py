@@ -33,7 +33,7 @@ from ..atomic import atomic_path
 from ..errors import ConfigError, DataValidationError
 from ..config import with_defaults
 from ..params import parse_params
-from .ids import case_variants, numeric_mangling
+from .ids import case_variants, date_mangling, numeric_mangling
 from .leakage import normalized_text
 from .mapping import SourceView, collapse_distinct
 from .quoting import quote
@@ -195,8 +195,11 @@ def _unknown_id(what: str, value: str, using: pd.Series, using_table: str, defin
     if not near and len(known) <= MAX_IDS_FOR_A_SUGGESTION:
         near = difflib.get_close_matches(str(value), known, n=1)
     hint = f"; did you mean {quote(near[0])}?" if near else ""
+    derived = using.get(f"_{id_col}_from")
+    source = f" (derived by hashing {derived})" if isinstance(derived, str) and derived else ""
     return DataValidationError(
-        f"unknown {what} {quote(value)}: defined by no {table} source ({listed}){hint}", where=where(using, using_table)
+        f"unknown {what} {quote(value)}{source}: defined by no {table} source ({listed}){hint}",
+        where=where(using, using_table)
     )
 
 
@@ -246,6 +249,29 @@ def check_numeric_id_mangling(ratings: pd.DataFrame, reappraisals: pd.DataFrame)
     )
 
 
+#: The id columns of each table that a spreadsheet can turn into dates.
+ID_COLUMNS = {"vignettes": ("vignette_id",), "reappraisals": ("vignette_id", "reappraisal_id"),
+              "ratings": ("rater_id", "reappraisal_id")}
+
+
+def check_date_mangling(tables: Mapping[str, pd.DataFrame]) -> None:
+    """Stop on an id column that mixes dates with other ids (:func:`.ids.date_mangling`): a spreadsheet read
+    ``4-10`` as a date and showed ``10-Apr``, so the id links to nothing or to another row."""
+    for table, columns in ID_COLUMNS.items():
+        frame = tables[table]
+        for column in columns:
+            found = date_mangling(frame[column].astype(str).unique())
+            if found is None:
+                continue
+            date, other = found
+            row = frame.loc[(frame[column].astype(str) == date).idxmax()]
+            raise DataValidationError(
+                f"{column} {quote(date)} is a date among ids that are not ({quote(other)}, ...): a spreadsheet turned "
+                f"ids into dates; export the {table} file's {column} column as text",
+                where=where(row, table),
+            )
+
+
 def check_training_scenarios(vignettes: pd.DataFrame, reappraisals: pd.DataFrame) -> None:
     """Every training scenario has enough human reappraisals, of distinct texts, to appear in train and validation.
 
@@ -287,6 +313,7 @@ def ingest_with_counts(raw_dir: str | Path, data_cfg: Mapping[str, Any]) -> tupl
             shown = "; ".join(" / ".join(v) for v in variants[:5]) + (" ..." if len(variants) > 5 else "")
             warnings.append(f"study {study}: {len(variants)} rater id(s) differ only by case ({shown}); they are "
                             "read as different raters (set data.ingest.case_insensitive_ids: true if they are not)")
+    check_date_mangling({"vignettes": vignettes, "reappraisals": reappraisals, "ratings": ratings})
     check_references(vignettes, reappraisals, ratings)
     check_training_scenarios(vignettes, reappraisals)
     tables = {

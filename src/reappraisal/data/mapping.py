@@ -30,7 +30,7 @@ config key.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -188,9 +188,22 @@ class SourceView:
             },
             index=self.frame.index,
         )
+        for canon, spec in specs.items():
+            if isinstance(spec, Mapping) and "hash" in spec:
+                out[f"_{canon}_from"] = self.hashed_from(spec["hash"], f"{key}.{canon}")
         out["_file"] = self.frame["_file"]
         out["_line"] = self.frame["_line"]
         return out
+
+    def hashed_from(self, names: Sequence[str], key: str) -> pd.Series:
+        """Per row, the cells a hashed id was derived from, in words (``column 'text' = "You could ..."``)."""
+        described = [f"column {quote(name)} = " + self.column(name, f"{key}.hash").str.strip().map(_excerpt)
+                     for name in _names(names, f"{key}.hash")]
+        return pd.concat(described, axis=1).agg("; ".join, axis=1).astype(object)
+
+
+def _excerpt(text: str, limit: int = 60) -> str:
+    return quote(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
 def _names(value: Any, key: str) -> list[str]:

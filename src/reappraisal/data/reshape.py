@@ -24,8 +24,9 @@ cells (and cells holding a declared missing-value code) are not ratings;
 they are dropped and counted (``blank_rating_cells``); a file left with no
 rating at all is refused (a study never vanishes in silence). The result
 keeps each rating's origin (``_file``, ``_line``, ``_column``), the scenario
-the file names for it (``_vignette_id``, blank when undeclared) and an
-``_order`` within its line for a stable row order.
+the file names for it (``_vignette_id``, blank when undeclared), the cells
+a hashed reappraisal id was derived from (``_reappraisal_id_from``, blank for
+the file's own ids) and an ``_order`` within its line for a stable row order.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from .mapping import SourceView
 from .quoting import quote, quote_list
 
 LAYOUTS = ("wide", "long", "matrix")
-LONG_COLUMNS = ["study", "rater_id", "reappraisal_id", "dimension", "rating", "_vignette_id", "_file", "_line", "_column", "_order"]
+LONG_COLUMNS = ["study", "rater_id", "reappraisal_id", "dimension", "rating", "_vignette_id", "_reappraisal_id_from",
+                "_file", "_line", "_column", "_order"]
 
 
 def check_rating_source(source: Mapping[str, Any], key: str, dimensions: Sequence[str]) -> str:
@@ -86,6 +88,8 @@ def reshape_ratings(view: SourceView, dimensions: Sequence[str]) -> pd.DataFrame
     view.counts["blank_rating_cells"] = int(blank.sum())
     long = long[~blank]
     view.counts["ratings"] = len(long)
+    if "_reappraisal_id_from" not in long.columns:  # the id is the file's own, not derived
+        long = long.assign(_reappraisal_id_from="")
     if long.empty:
         raise DataValidationError(
             f"no rating in {view.counts['rows_kept_by_filters']} row(s): every rating cell is blank or a missing code "
