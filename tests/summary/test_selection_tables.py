@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 import pytest
+import yaml
 
 from . import fixtures as fx
 from .test_summarize import make_workspace, run_summarize, scores_by_hand
@@ -83,3 +84,36 @@ def test_confirmation_row_sets_selection_inflation_and_the_fresh_estimate_side_b
     assert claims["selected_system_confirmed"]["verdict"] == ("holds" if row["ci_low"] > row["bar"] else "fails")
     lineage = {e["path"] for e in claims["selected_system_confirmed"]["lineage"]}
     assert {"results/confirm/confirmation.json", "results/confirm/preregistration.yaml"} <= lineage
+
+
+def test_earlier_confirmation_attempts_are_listed_in_the_table_and_flag_every_claim_on_it(tmp_path):
+    """A registration tested on a first pool, then (that pool spent) on a new one: the result the summary shows is
+    the second attempt's, and the table's note, its ``attempts`` count and each confirmation claim's flags name the
+    first, so an edited-then-confirmed result never reads like a first try."""
+    root = tmp_path
+    make_workspace(root)
+    path = root / "results/confirm/confirmation.json"
+    result = json.loads(path.read_text())
+    first = {"preregistration_sha256": "e" * 64, "pool": "f" * 64, "date": "2026-11-30T09:00:00+00:00",
+             "system": result["system"], "opponent": result["opponent"], "win_rate": 0.312, "ci_low": 0.201,
+             "ci_high": 0.447, "bar": 0.5, "verdict": "not_confirmed"}
+    this = {"preregistration_sha256": "a" * 64, "pool": "b" * 64, "date": "2026-12-01T09:00:00+00:00",
+            **{k: result[k] for k in ("system", "opponent", "win_rate", "ci_low", "ci_high", "bar", "verdict")}}
+    path.write_text(json.dumps({**result, "preregistration_sha256": "a" * 64, "pool": "b" * 64,
+                                "attempts": [first, this]}))
+    assert run_summarize(root) == 0
+    row = pd.read_csv(root / "results/summary/tables/confirmation.csv").iloc[0]
+    assert row["attempts"] == 2
+    assert row["attempts_flag"].startswith("earlier attempts, on other pools: 2026-11-30T09:00:00+00:00, registration "
+                                           "eeeeeeeeeeee") and "0.312 [0.201, 0.447] vs bar 0.5 not confirmed" in row[
+        "attempts_flag"]
+    index = {e["name"]: e for e in json.loads((root / "results/summary/tables/index.json").read_text())}
+    note = index["confirmation"]["note"]
+    assert note.index("(1) 2026-11-30") < note.index("(2) 2026-12-01") and note.count("(this result)") == 1
+    assert "(2) 2026-12-01T09:00:00+00:00, registration aaaaaaaaaaaa" in note.split("(this result)")[0]
+    from reappraisal.summary.claims import rule_conditions
+
+    on_it = {c["id"] for c in yaml.safe_load((root / "claims.yaml").read_text())["claims"]
+             if any(cond.get("table") == "confirmation" for cond in rule_conditions(c["rule"]))}
+    claims = [c for c in json.loads((root / "results/summary/claims.json").read_text())["claims"] if c["id"] in on_it]
+    assert claims and all(any("earlier attempts, on other pools: 2026-11-30" in f for f in c["flags"]) for c in claims)

@@ -18,7 +18,8 @@ numbers say today); ``not_computable`` when a table it needs is not
 computable on this preset, the row is absent or the number is undefined
 (``note`` says why). Flags never change a verdict: ``flags`` lists the
 caveats of the rows a rule read (a row's :data:`FLAG_COLUMNS` text, e.g. a
-significant run effect behind a pooled headline rate), each prefixed with
+significant run effect behind a pooled headline rate, or the earlier
+confirmation attempts behind a confirmation), each prefixed with
 the row. Each claim's lineage is the union of the artifacts
 behind the rows it read, so a changed input file changes exactly the
 lineage of the claims computed from it.
@@ -42,7 +43,7 @@ from .texts import percent
 
 VERDICTS = ("holds", "fails", "retracted", "not_computable")
 #: Columns whose text (when set) a claim reading the row carries in its ``flags``.
-FLAG_COLUMNS = ("run_effect_flag",)
+FLAG_COLUMNS = ("run_effect_flag", "attempts_flag")
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq,
         "!=": operator.ne}
 

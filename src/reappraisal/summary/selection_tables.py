@@ -208,7 +208,7 @@ def selection_table(contests: pd.DataFrame, s: Settings, sources_by_run, preregi
 CONFIRMATION_COLUMNS = ["system", "opponent", "judge", "candidates", "selection_scenarios", "selection_estimate",
                         "expected_inflation", "shrunk_estimate", "scenarios", "contests", "win_rate", "ci_low",
                         "ci_high", "bar", "signflip_p_bar", "signflip_min_p", "verdict", "drop_from_selection",
-                        "interval_method", "preregistered_on", "attempts", "note"]
+                        "interval_method", "preregistered_on", "attempts", "attempts_flag"]
 
 
 def confirmation_table(s: Settings, result: Mapping | None, preregistration: Mapping | None,
@@ -224,7 +224,11 @@ def confirmation_table(s: Settings, result: Mapping | None, preregistration: Map
     earlier = [a for a in attempts if (a.get("pool"), a.get("preregistration_sha256"))
                != (result.get("pool"), result.get("preregistration_sha256"))]
     row.update(preregistered_on=str(preregistration.get("date")), attempts=max(1, len(attempts)),
-               note=("earlier attempts, on other pools: " + "; ".join(describe(a) for a in earlier)) if earlier else None)
+               attempts_flag=("earlier attempts, on other pools: " + "; ".join(describe(a) for a in earlier))
+               if earlier else None)
+    note = ("Attempts in the ledger, oldest first: " + "; ".join(
+        f"({i}) {describe(a)}{' (this result)' if a not in earlier else ''}" for i, a in enumerate(attempts, 1))
+            + ".") if attempts else None
     display = [("system", ("system",)), ("opponent", ("opponent",)), ("of K candidates", ("candidates",)),
                ("selection estimate", ("selection_estimate",)), ("expected inflation", ("expected_inflation",)),
                ("selection - inflation", ("shrunk_estimate",)), ("confirmation win rate", ("win_rate",)),
@@ -232,4 +236,4 @@ def confirmation_table(s: Settings, result: Mapping | None, preregistration: Map
                ("sign-flip p vs bar", ("signflip_p_bar",)), ("verdict", ("verdict",)),
                ("attempts (ledger)", ("attempts",))]
     return Table("confirmation", title, caption, estimand, pd.DataFrame([row], columns=CONFIRMATION_COLUMNS),
-                 [tuple(sources)], display=display)
+                 [tuple(sources)], note=note, display=display)
