@@ -185,3 +185,28 @@ def test_a_reply_larger_than_the_cap_is_a_failed_attempt_never_a_cached_reply(tm
         assert srv.count == 2
         roomy = openai_judge(tmp_path / "roomy", srv.base_url)  # the default cap: 256 KiB
         assert OpenAIBackend(roomy).call(CONV) == big
+
+
+def test_each_judgment_records_the_model_its_reply_named_and_a_rerun_reads_it_from_the_cache(tmp_path):
+    """Half the replies come from an accepted alias: each judgment says which model served it, the cache keeps it,
+    and a rerun (nothing asked) records the same; forgetting other replies keeps the models of those kept."""
+    contests = contests_frame(2)
+
+    def responder(body, i):
+        return Reply(picks_better(body, i).content, model="judge-alias" if i % 2 else None)
+
+    with FakeOpenAI(responder) as srv:
+        kw = {"request": {"accepted_models": ["judge-alias"]}}
+        first, _ = _judge(tmp_path, srv, contests, **kw)
+        asked = srv.count
+        again, stats = _judge(tmp_path, srv, contests, **kw)
+        assert srv.count == asked and stats.asked == 0  # all from the cache
+    assert set(first["served_model"]) == {"fake-model", "judge-alias"}
+    assert (first["served_model"] == "judge-alias").sum() == asked // 2
+    assert first["served_model"].tolist() == again["served_model"].tolist()
+    with ReplyCache(tmp_path / "cache.jsonl") as cache:
+        keys = cache.keys()
+        models = {k: cache.served_model(k) for k in keys}
+        assert cache.forget(keys[:1]) == 1
+    reread = ReplyCache(tmp_path / "cache.jsonl")
+    assert {k: reread.served_model(k) for k in reread.keys()} == {k: models[k] for k in keys[1:]}

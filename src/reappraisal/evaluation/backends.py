@@ -3,7 +3,9 @@
 ``backend.replies(conversations)`` yields ``(index, reply)`` for every
 conversation it could answer and ``(index, CallFailure)`` for every call
 that failed; the caller caches replies the moment they arrive, so a killed
-stage keeps what it already paid for.
+stage keeps what it already paid for. A reply is its text; an endpoint's
+reply is a :class:`Reply`, text that also carries the model the response
+said served it (``served_model``), which is recorded with its judgment.
 
 - :class:`TransformersBackend`: a local ``from_pretrained`` causal LM, the
   conversations rendered by its chat template, batched greedy (or sampled)
@@ -52,6 +54,17 @@ from .generation import Decoding, generate_hf, load_generator, render_prompts
 from .judge_spec import JudgeSpec
 
 Conversation = Sequence[Mapping[str, str]]
+
+
+class Reply(str):
+    """A reply's text, with the model the endpoint's response named (``served_model``; None when it named none)."""
+
+    served_model: str | None
+
+    def __new__(cls, text: str, served_model: str | None = None) -> "Reply":
+        reply = super().__new__(cls, text)
+        reply.served_model = served_model
+        return reply
 
 
 @dataclass(frozen=True)
@@ -313,7 +326,7 @@ class OpenAIBackend:
                 f"{self.url} answered as model {served!r}, not {self.spec.model!r}: its verdicts would pass for the "
                 "calibrated judge's (a proxy routing to another model?); if it is the same model under another name, "
                 "list it in request.accepted_models", where=self.spec.path)
-        return content
+        return Reply(content, served if isinstance(served, str) else None)
 
     def _as_retryable(self, exc: Exception, deadline: _Deadline) -> Retryable:
         """The failed attempt ``exc`` as a :class:`Retryable` with a one-line reason."""

@@ -11,6 +11,9 @@ parsed when the reply is read, so fixing a pattern re-reads the cached
 replies instead of asking again. (Files written before the key was built
 this way simply miss: their calls are asked again.)
 
+A line also holds the model the endpoint said served the reply (``model``,
+when it said one), so each judgment records the model it came from.
+
 Only replies the judge actually gave are stored (including replies with no
 parseable verdict, which are counted as ``error``); a call that failed
 (timeout, HTTP error after its retries, truncated or malformed response) is
@@ -49,6 +52,7 @@ class ReplyCache:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        self._models: dict[str, str] = {}
         self._replies: dict[str, str] = dict(self._read())
         self._handle = None
 
@@ -61,9 +65,14 @@ class ReplyCache:
                     continue  # the last line, cut by a kill (the first put cuts it off): asked again
                 try:
                     record = json.loads(line)
-                    yield record["key"], record["reply"]
+                    key, reply = record["key"], record["reply"]
                 except (json.JSONDecodeError, KeyError, TypeError):
                     continue  # a line cut by a kill: that call is asked again
+                if isinstance(record.get("model"), str):
+                    self._models[key] = record["model"]
+                else:
+                    self._models.pop(key, None)
+                yield key, reply
 
     def __len__(self) -> int:
         return len(self._replies)
@@ -77,16 +86,29 @@ class ReplyCache:
     def get(self, key: str) -> str | None:
         return self._replies.get(key)
 
-    def put(self, key: str, reply: str) -> None:
-        """Store one reply and flush it to disk at once."""
+    def served_model(self, key: str) -> str | None:
+        """The model the endpoint said served the reply of ``key`` (None when it said none, or for a local judge)."""
+        return self._models.get(key)
+
+    def _line(self, key: str, reply: str) -> str:
+        model = self._models.get(key)
+        record = {"key": key, "reply": str(reply), **({"model": model} if model is not None else {})}
+        return json.dumps(record, ensure_ascii=False) + "\n"
+
+    def put(self, key: str, reply: str, served_model: str | None = None) -> None:
+        """Store one reply (and the model that served it, when known) and flush it to disk at once."""
         if self._handle is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             cut_torn_tail(self.path)
             self._handle = self.path.open("a", encoding="utf-8")
-        self._handle.write(json.dumps({"key": key, "reply": reply}, ensure_ascii=False) + "\n")
+        if served_model is None:
+            self._models.pop(key, None)
+        else:
+            self._models[key] = served_model
+        self._handle.write(self._line(key, reply))
         self._handle.flush()
         os.fsync(self._handle.fileno())
-        self._replies[key] = reply
+        self._replies[key] = str(reply)
 
     def forget(self, keys) -> int:
         """Remove the replies of ``keys`` from the file (rewritten atomically) and from memory; return how many.
@@ -98,9 +120,9 @@ class ReplyCache:
         self.close()
         kept = {k: v for k, v in self._replies.items() if k not in gone}
         with atomic_path(self.path, suffix=".jsonl") as tmp:
-            Path(tmp).write_text("".join(json.dumps({"key": k, "reply": v}, ensure_ascii=False) + "\n"
-                                         for k, v in kept.items()), encoding="utf-8")
+            Path(tmp).write_text("".join(self._line(k, v) for k, v in kept.items()), encoding="utf-8")
         self._replies = kept
+        self._models = {k: m for k, m in self._models.items() if k in kept}
         return len(gone)
 
     def close(self) -> None:

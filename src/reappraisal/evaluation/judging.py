@@ -5,7 +5,9 @@ order ``BA`` puts it in slot B. A request's cache key covers what the judge
 is sent (its rendered messages, model, decoding, ...), the model's
 fingerprint, the run and the order (:mod:`.cache`); the verdict pattern is
 not in it, so a reply is parsed when it is read and a fixed pattern re-reads
-the cached replies. Only requests missing from the cache reach the backend
+the cached replies. Each judgment records ``served_model``: the model an
+endpoint's response named (checked against the judge's own name and its
+``request.accepted_models``), or the local judge's model. Only requests missing from the cache reach the backend
 (which is not even loaded when nothing is missing), each reply is cached as
 it arrives, and a reply with no parseable verdict is recorded as ``error``
 and counted, never dropped. Calls that failed are not cached; when any
@@ -30,7 +32,7 @@ from .judge_spec import JudgeSpec
 
 ORDERS = ("AB", "BA")
 JUDGMENT_COLUMNS = ["run", "judge", "judge_kind", "contest_id", "vignette_id", "pool", "model", "opponent", "order",
-                    "verdict", "raw", "model_answer_id", "opponent_answer_id"]
+                    "verdict", "raw", "model_answer_id", "opponent_answer_id", "served_model"]
 
 
 @dataclass
@@ -81,7 +83,7 @@ def judge_contests(contests: pd.DataFrame, scenarios: dict[str, str], spec: Judg
                 if isinstance(reply, CallFailure):
                     failures.append(reply.reason)
                 else:
-                    cache.put(keys[idx], reply)
+                    cache.put(keys[idx], reply, served_model=getattr(reply, "served_model", None))
         stats.asked = len(keys)
         stats.failed = len(failures)
     if failures:
@@ -98,8 +100,17 @@ def judge_contests(contests: pd.DataFrame, scenarios: dict[str, str], spec: Judg
             "vignette_id": c["vignette_id"], "pool": c["pool"], "model": c["model"], "opponent": c["opponent"],
             "order": order, "verdict": spec.parse(reply), "raw": reply,
             "model_answer_id": c["model_answer_id"], "opponent_answer_id": c["opponent_answer_id"],
+            "served_model": served_model(spec, cache, key),
         })
     return pd.DataFrame(rows, columns=JUDGMENT_COLUMNS), stats
+
+
+def served_model(spec: JudgeSpec, cache: ReplyCache, key: str) -> str | None:
+    """The model a judgment came from: the one the endpoint's response named, the local judge's own model, or None
+    (an endpoint that named none, or a reply cached before models were recorded)."""
+    if spec.backend == "openai":
+        return cache.served_model(key)
+    return spec.model
 
 
 
