@@ -68,7 +68,9 @@ def write_summary(root: Path) -> dict[str, Path]:
         head.append({
             "arm": arm, "opponent": opponent, "judge": judge, "win_rate": k / n, "contests": n, "scenarios": len(means),
             "wilson_low": lo, "wilson_high": hi, "headline_low": means.mean() - 2.57 * sd, "headline_high": means.mean() + 2.57 * sd,
-            "headline_method": "cluster t (G-1 df)", "boot_low": means.min(), "boot_high": means.max(),
+            "headline_method": "cluster t (G-1 df)",
+            "logit_jackknife_low": means.mean() - 2.0 * sd, "logit_jackknife_high": means.mean() + 2.0 * sd,
+            "boot_low": means.min(), "boot_high": means.max(),
             "signflip_p_bar": 0.03125, "signflip_p_half": 0.03125, "signflip_min_p": 0.03125, "errors": 0,
         })
     headline = pd.DataFrame(head)

@@ -1,18 +1,22 @@
 """Coverage of the win-rate intervals on simulated clustered data.
 
-Per setting, 4,000 datasets (fixed seed) of 6 scenarios x 3 runs x 40
-contests (scores 1 / 0.5 / 0, ties included), runs pooled inside scenarios;
-true scenario rates are Beta with mean ``mean`` (0.5, 0.75, 0.87: the card's
-level) and between-scenario sd ``spread`` (0, 0.05, 0.10, 0.15). The truth is
+Per setting, 4,000 datasets (fixed seed) of G scenarios x 3 runs x 40
+contests (scores 1 / 0.5 / 0, ties included), runs pooled inside scenarios.
+True scenario rates come from two families with the same mean and sd on the
+probability scale: Beta, and logit-normal (near a high mean, a few scenarios
+far below the rest); mean ``mean`` (0.5, 0.75, 0.87: the card's level, 0.95),
+between-scenario sd ``spread`` (0.05, 0.10, 0.15), G = 6 and 12. The truth is
 the mean rate of the scenario population, the quantity a claim about new
-scenarios is about (the headline estimand). Every method is computed for all
-datasets at once (the percentile bootstrap by exact enumeration of the 462
-resamples, the wild bootstrap with 1,999 shared Webb weight draws).
+scenarios is about (the headline estimand). The sensitivity intervals are
+checked on the Beta family at G = 6 (the percentile bootstrap by exact
+enumeration of the 462 resamples, the wild bootstrap with 1,999 shared Webb
+weight draws).
 
 A miss is split by its side: "above" = the whole interval lies above the
 truth (the direction that inflates "clears the bar"), "below" = wholly below.
 Monte Carlo SE of a coverage near 0.95 is about 0.0035, of a tail near 0.03
-about 0.0027.
+about 0.0027. The headline's stretch was chosen by the candidates' table of
+``benchmarks/headline_coverage.py`` (``benchmarks/README_stats.md``).
 
 ``python -m tests.stats.test_coverage`` prints the measured table.
 """
@@ -27,42 +31,55 @@ from statsmodels.stats.proportion import proportion_confint
 
 from reappraisal.stats import (
     cluster_logit_jackknife_interval,
+    cluster_stretched_logit_jackknife_interval,
     cluster_t_interval,
     percentile_cluster_bootstrap_interval,
     wild_cluster_bootstrap_interval,
     wilson_interval,
 )
 
-from .helpers import simulate_clustered
+from .helpers import FAMILIES, simulate_clustered
 
 N_DATASETS = 4000
 SEED = 2024
 MEANS = (0.5, 0.75, 0.87)
 SPREADS = (0.05, 0.10, 0.15)
-METHODS = ("logit_jackknife", "cluster_t", "iid_wilson", "percentile", "wild")
+METHODS = ("headline", "logit_jackknife", "cluster_t", "iid_wilson", "percentile", "wild")
+#: The headline's settings: both families, four win rates, three spreads, two numbers of scenarios.
+HEADLINE_SETTINGS = [(family, g, mean, spread) for family in FAMILIES for g in (6, 12) for mean in (*MEANS, 0.95)
+                     for spread in SPREADS]
+#: Nearly two-valued scenario rates (mean 0.95, sd 0.15: Beta(1.06, 0.06)): a sample of G scenarios most often
+#: holds none of the few bad ones, and no interval short of a distribution-free one (Clopper-Pearson on the
+#: G scenario means, twice as wide at the card's level) covers them; measured, not asserted to pass.
+OUT_OF_REACH = {("beta", 6, 0.95, 0.15), ("beta", 12, 0.95, 0.15), ("logit_normal", 6, 0.95, 0.15)}
 
 
-def intervals(sums, sizes, seed=SEED):
-    """Every method's (low, high) for a batch of datasets, on the mean of scenario means."""
+def intervals(sums, sizes, seed=SEED, methods=METHODS):
+    """Each of ``methods``' (low, high) for a batch of datasets, on the mean of scenario means."""
     means = sums / sizes
     n = sizes.sum(axis=1)
     theta = means.mean(axis=1)
     ones = np.ones_like(means)
-    return {
-        "logit_jackknife": cluster_logit_jackknife_interval(means, n),
-        "cluster_t": cluster_t_interval(means),
-        "iid_wilson": wilson_interval(theta * n, n),
-        "percentile": percentile_cluster_bootstrap_interval(means, ones),
-        "wild": wild_cluster_bootstrap_interval(means, ones, n_draws=1999, seed=seed),
+    build = {
+        "headline": lambda: cluster_stretched_logit_jackknife_interval(means, n),
+        "logit_jackknife": lambda: cluster_logit_jackknife_interval(means, n),
+        "cluster_t": lambda: cluster_t_interval(means),
+        "iid_wilson": lambda: wilson_interval(theta * n, n),
+        "percentile": lambda: percentile_cluster_bootstrap_interval(means, ones),
+        "wild": lambda: wild_cluster_bootstrap_interval(means, ones, n_draws=1999, seed=seed),
     }
+    return {name: build[name]() for name in methods}
 
 
-def coverage(mean, spread, *, seed=SEED, n_datasets=N_DATASETS):
+def coverage(mean, spread, *, family="beta", g=6, methods=METHODS, seed=SEED, n_datasets=N_DATASETS):
     """{method: {"coverage", "below", "above", "width"}} at one setting."""
-    rng = np.random.default_rng([seed, int(round(mean * 1000)), int(round(spread * 1000))])
-    sums, sizes = simulate_clustered(rng, n_datasets, mean=mean, spread=spread)
+    key = [seed, int(round(mean * 1000)), int(round(spread * 1000))]
+    if (family, g) != ("beta", 6):  # the original Beta, G = 6 stream is kept as it was
+        key += [FAMILIES.index(family), g]
+    rng = np.random.default_rng(key)
+    sums, sizes = simulate_clustered(rng, n_datasets, n_scenarios=g, mean=mean, spread=spread, family=family)
     out = {}
-    for name, (low, high) in intervals(sums, sizes, seed).items():
+    for name, (low, high) in intervals(sums, sizes, seed, methods).items():
         out[name] = {
             "coverage": float(np.mean((low <= mean) & (mean <= high))),
             "below": float(np.mean(high < mean)),
@@ -78,20 +95,49 @@ def table():
     return {setting: coverage(*setting) for setting in settings}
 
 
-@pytest.mark.parametrize("mean", MEANS)
-@pytest.mark.parametrize("spread", SPREADS)
-def test_headline_interval_keeps_coverage_and_both_tails(table, mean, spread):
-    result = table[(mean, spread)]["logit_jackknife"]
+@pytest.fixture(scope="module")
+def headline_table():
+    return {setting: coverage(setting[2], setting[3], family=setting[0], g=setting[1],
+                              methods=("headline", "logit_jackknife"))
+            for setting in HEADLINE_SETTINGS}
+
+
+@pytest.mark.parametrize("setting", [s for s in HEADLINE_SETTINGS if s not in OUT_OF_REACH], ids=str)
+def test_headline_interval_keeps_coverage_and_both_tails_under_both_families(headline_table, setting):
+    result = headline_table[setting]["headline"]
     assert result["coverage"] >= 0.93, result
     assert result["above"] <= 0.04, result  # wholly above the truth: inflates "clears the bar"
     assert result["below"] <= 0.04, result
+
+
+@pytest.mark.parametrize("setting", sorted(OUT_OF_REACH), ids=str)
+def test_nearly_two_valued_rates_are_out_of_reach_and_the_headline_misses_them_less(headline_table, setting):
+    # measured, not hidden: the headline under-covers here, by less than the logit jackknife
+    result, before = headline_table[setting]["headline"], headline_table[setting]["logit_jackknife"]
+    assert result["coverage"] < 0.93 and result["coverage"] > before["coverage"]
+    assert result["above"] < before["above"]
+
+
+def test_the_logit_jackknife_overclaims_when_a_few_scenarios_are_far_below_the_rest(headline_table):
+    # why the plain logit jackknife is no longer the headline: logit-normal rates near the card's level
+    before = headline_table[("logit_normal", 6, 0.87, 0.15)]["logit_jackknife"]
+    assert before["coverage"] < 0.93 and before["above"] > 0.05
+    assert headline_table[("logit_normal", 6, 0.87, 0.15)]["headline"]["above"] <= 0.04
+
+
+def test_the_headline_pays_for_its_reach_with_width_only_where_it_needs_it(headline_table):
+    for family in FAMILIES:
+        at_half = headline_table[(family, 6, 0.5, 0.10)]
+        assert at_half["headline"]["width"] == pytest.approx(at_half["logit_jackknife"]["width"], rel=0.02)
+        card = headline_table[(family, 6, 0.87, 0.10)]
+        assert 1.0 < card["headline"]["width"] / card["logit_jackknife"]["width"] < 1.35
 
 
 def test_cluster_t_is_not_good_enough_at_the_cards_level(table):
     # why the cluster t is not the headline: at 0.87 its misses pile up above the truth
     result = table[(0.87, 0.10)]["cluster_t"]
     assert result["coverage"] < 0.93 and result["above"] > 0.06
-    assert table[(0.87, 0.10)]["logit_jackknife"]["above"] < result["above"] / 2
+    assert table[(0.87, 0.10)]["headline"]["above"] < result["above"] / 2
 
 
 @pytest.mark.parametrize("spread", [0.0, 0.05, 0.1])
@@ -140,20 +186,21 @@ def test_edge_cases_all_losses_and_all_wins(mean):
     for name, (low, high) in intervals(sums, sizes).items():
         if name == "iid_wilson":
             continue
-        if name == "logit_jackknife":
+        if name in ("headline", "logit_jackknife"):
             # the headline never claims certainty: with no spread it is the Wilson interval of the same n
             assert np.allclose(low, ref_low) and np.allclose(high, ref_high) and np.all(high - low > 0), name
             continue
         # no spread at all: the sensitivity intervals collapse onto the truth, never NaN
         assert np.all(low == mean) and np.all(high == mean), name
-    assert coverage(mean, 0.0, n_datasets=200)["logit_jackknife"]["coverage"] == 1.0
+    assert coverage(mean, 0.0, n_datasets=200)["headline"]["coverage"] == 1.0
 
 
 def test_headline_interval_stays_inside_the_unit_interval_near_the_bounds():
     # one scenario lost every contest, the others won every one: finite, inside (0, 1)
     means = np.array([[0.0, 1.0, 1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0, 1.0, 0.975]])
-    low, high = cluster_logit_jackknife_interval(means, 720)
-    assert np.all(np.isfinite(low)) and np.all((0 < low) & (low < means.mean(1)) & (high <= 1))
+    for method in (cluster_stretched_logit_jackknife_interval, cluster_logit_jackknife_interval):
+        low, high = method(means, 720)
+        assert np.all(np.isfinite(low)) and np.all((0 < low) & (low < means.mean(1)) & (high <= 1))
 
 
 def markdown_table(result) -> str:
@@ -172,5 +219,12 @@ if __name__ == "__main__":
     settings = [(m, s) for m in MEANS for s in (0.0, *SPREADS)]
     result = {setting: coverage(*setting) for setting in settings}
     print(f"coverage (share wholly below / wholly above the truth); {N_DATASETS} datasets per setting, seed {SEED}")
+    print("Beta scenario rates, G = 6:")
     print(markdown_table(result))
+    print("\nthe headline (stretched logit jackknife) and the logit jackknife, both families:")
+    print("| family | G | win rate | sd | headline | logit jackknife |\n|---|---|---|---|---|---|")
+    for family, g, mean, spread in HEADLINE_SETTINGS:
+        row = coverage(mean, spread, family=family, g=g, methods=("headline", "logit_jackknife"))
+        cells = [f"{r['coverage']:.3f} ({r['below']:.3f}/{r['above']:.3f})" for r in row.values()]
+        print(f"| {family} | {g} | {mean} | {spread} | " + " | ".join(cells) + " |")
     print(f"{time.perf_counter() - start:.1f} s")

@@ -12,7 +12,7 @@ from reappraisal.stats import design_effect, headline_row, score_contests
 from .helpers import judgments_from_scores
 
 INTERVALS = [
-    "ci_logit_jackknife", "ci_cluster_t", "ci_iid_wilson", "ci_percentile_bootstrap", "ci_wild_cluster_bootstrap",
+    "ci_stretched_logit_jackknife", "ci_logit_jackknife", "ci_cluster_t", "ci_iid_wilson", "ci_percentile_bootstrap", "ci_wild_cluster_bootstrap",
 ]
 
 
@@ -25,6 +25,18 @@ def logit_jackknife_by_hand(means, n, confidence=0.95):
     centre, se = np.mean(pseudo), np.std(pseudo, ddof=1) / np.sqrt(g)
     t = stats.t.ppf(0.5 + confidence / 2, g - 1)
     return 1 / (1 + np.exp(-(centre - t * se))), 1 / (1 + np.exp(-(centre + t * se)))
+
+
+def stretched_logit_jackknife_by_hand(means, n, confidence=0.95, stretch=0.5):
+    """Reference: the same loop on h = sinh(stretch * logit) / stretch, back through logit = asinh(stretch h) / stretch."""
+    g = len(means)
+    eps = 0.5 / n
+    h = lambda p: np.sinh(stretch * np.log(np.clip(p, eps, 1 - eps) / (1 - np.clip(p, eps, 1 - eps)))) / stretch
+    pseudo = [g * h(np.mean(means)) - (g - 1) * h(np.mean(np.delete(means, i))) for i in range(g)]
+    centre, se = np.mean(pseudo), np.std(pseudo, ddof=1) / np.sqrt(g)
+    t = stats.t.ppf(0.5 + confidence / 2, g - 1)
+    back = lambda v: 1 / (1 + np.exp(-np.arcsinh(stretch * v) / stretch))
+    return back(centre - t * se), back(centre + t * se)
 
 
 def percentile_by_brute_force(means, confidence=0.95):
@@ -71,7 +83,7 @@ def test_counts_errors_and_never_drops_them_silently(scores, row):
 
 
 def test_every_interval_in_the_row_estimates_one_quantity(scores, row):
-    assert row["headline_interval"] == "ci_logit_jackknife"
+    assert row["headline_interval"] == "ci_stretched_logit_jackknife"
     assert "mean of the scenario win rates" in row["estimand"]
     for name in INTERVALS:
         ci = row[name]
@@ -87,11 +99,14 @@ def test_every_interval_in_the_row_estimates_one_quantity(scores, row):
     pair = lambda ci: (row[ci]["low"], row[ci]["high"])
     assert pair("ci_cluster_t") == pytest.approx((means.mean() - half, means.mean() + half), abs=1e-12)
     assert pair("ci_logit_jackknife") == pytest.approx(logit_jackknife_by_hand(means, n), abs=1e-12)
+    assert pair("ci_stretched_logit_jackknife") == pytest.approx(stretched_logit_jackknife_by_hand(means, n), abs=1e-12)
+    # the stretch reaches further toward 1/2 on the side away from the nearer bound, no further toward it
+    assert row["ci_stretched_logit_jackknife"]["low"] < row["ci_logit_jackknife"]["low"]
     assert pair("ci_iid_wilson") == pytest.approx(proportion_confint(means.mean() * n, n, method="wilson"), abs=1e-12)
     assert pair("ci_percentile_bootstrap") == pytest.approx(percentile_by_brute_force(means), abs=1e-12)
     # clustering costs width: the honest interval is wider than the iid one
     width = lambda ci: ci["high"] - ci["low"]
-    assert width(row["ci_logit_jackknife"]) > width(row["ci_iid_wilson"])
+    assert width(row["ci_stretched_logit_jackknife"]) > width(row["ci_iid_wilson"])
 
 
 def test_scenario_run_and_bar_summaries(scores, row):

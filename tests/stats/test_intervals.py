@@ -140,9 +140,25 @@ def test_design_effect_undefined_without_variance():
 
 
 def test_headline_interval_contains_its_estimate_near_the_bounds():
-    from reappraisal.stats.intervals import cluster_logit_jackknife_interval
+    from reappraisal.stats.intervals import cluster_logit_jackknife_interval, cluster_stretched_logit_jackknife_interval
 
     for means in ([0, 0, 0, 0.0417, 0, 0], [1, 1, 0.9583, 1, 1, 1], [0.0, 0.02, 0.0, 0.0, 0.01, 0.0]):
         theta = sum(means) / len(means)
-        low, high = cluster_logit_jackknife_interval(means, 72)
-        assert low <= theta <= high and high > low, (means, low, high)
+        for method in (cluster_logit_jackknife_interval, cluster_stretched_logit_jackknife_interval):
+            low, high = method(means, 72)
+            assert 0 < low <= theta <= high < 1 and high > low, (method.__name__, means, low, high)
+
+
+def test_the_stretched_logit_is_symmetric_about_one_half_and_the_logit_at_no_stretch():
+    from reappraisal.stats.intervals import cluster_logit_jackknife_interval, cluster_stretched_logit_jackknife_interval
+
+    means = np.array([0.97, 0.99, 0.91, 1.0, 0.95, 0.78])
+    low, high = cluster_stretched_logit_jackknife_interval(means, 720)
+    mirror_low, mirror_high = cluster_stretched_logit_jackknife_interval(1 - means, 720)
+    assert (mirror_low, mirror_high) == pytest.approx((1 - high, 1 - low), abs=1e-12)  # losses read as wins
+    assert cluster_stretched_logit_jackknife_interval(means, 720, stretch=0.0) == cluster_logit_jackknife_interval(
+        means, 720)
+    logit_low, logit_high = cluster_logit_jackknife_interval(means, 720)
+    assert low < logit_low and high - logit_high < logit_low - low  # the reach is toward 1/2
+    with pytest.raises(ValueError, match="stretch"):
+        cluster_stretched_logit_jackknife_interval(means, 720, stretch=-1)

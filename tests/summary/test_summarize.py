@@ -71,12 +71,15 @@ def scores_by_hand(evals, arm, opponent, pool="train", judge=fx.HEADLINE_JUDGE) 
     return wide
 
 
-def jackknife_by_hand(means, n):
+def jackknife_by_hand(means, n, stretch=None):
+    """Delete-one-scenario jackknife on logit(mean), or on sinh(stretch * logit) / stretch when stretched."""
     g, eps = len(means), 0.5 / n
     logit = lambda p: np.log(np.clip(p, eps, 1 - eps) / (1 - np.clip(p, eps, 1 - eps)))
-    pseudo = [g * logit(np.mean(means)) - (g - 1) * logit(np.mean(np.delete(means, i))) for i in range(g)]
+    h = logit if stretch is None else (lambda p: np.sinh(stretch * logit(p)) / stretch)
+    back = (lambda v: v) if stretch is None else (lambda v: np.arcsinh(stretch * v) / stretch)
+    pseudo = [g * h(np.mean(means)) - (g - 1) * h(np.mean(np.delete(means, i))) for i in range(g)]
     half = stats.t.ppf(0.975, g - 1) * np.std(pseudo, ddof=1) / np.sqrt(g)
-    return tuple(1 / (1 + np.exp(-(np.mean(pseudo) + s * half))) for s in (-1, 1))
+    return tuple(1 / (1 + np.exp(-back(np.mean(pseudo) + s * half))) for s in (-1, 1))
 
 
 def sign_flip_by_hand(means, null):
@@ -119,8 +122,11 @@ def test_720_contests_flow_through_summarize_and_every_headline_number_is_reprod
     assert row["pooled_rate"] == pytest.approx(scored["score"].mean(), abs=1e-12)
     assert (row["wilson_low"], row["wilson_high"]) == pytest.approx(
         proportion_confint(theta * n, n, alpha=0.05, method="wilson"), abs=1e-12)
-    assert row["headline_method"] == "cluster_logit_jackknife"
-    assert (row["headline_low"], row["headline_high"]) == pytest.approx(jackknife_by_hand(means, n), abs=1e-12)
+    assert row["headline_method"] == "cluster_stretched_logit_jackknife"
+    assert (row["headline_low"], row["headline_high"]) == pytest.approx(
+        jackknife_by_hand(means, n, stretch=0.5), abs=1e-12)
+    assert (row["logit_jackknife_low"], row["logit_jackknife_high"]) == pytest.approx(
+        jackknife_by_hand(means, n), abs=1e-12)
     t_ci = stats.ttest_1samp(means, 0).confidence_interval(0.95)
     assert (row["cluster_t_low"], row["cluster_t_high"]) == pytest.approx((t_ci.low, t_ci.high), abs=1e-12)
     resamples = [means[list(draw)].mean() for draw in itertools.product(range(g), repeat=g)]
@@ -157,7 +163,7 @@ def test_per_scenario_and_per_run_tables_match_independent_computation(workspace
         frame = scored[scored["run"] == r["run"]]
         means = frame.groupby("vignette_id")["score"].mean().to_numpy()
         assert r["win_rate"] == pytest.approx(means.mean()) and r["n_contests"] == len(frame)
-        assert (r["ci_low"], r["ci_high"]) == pytest.approx(jackknife_by_hand(means, len(frame)))
+        assert (r["ci_low"], r["ci_high"]) == pytest.approx(jackknife_by_hand(means, len(frame), stretch=0.5))
     assert mine["run_effect_p"].nunique() == 1  # one test per (arm, opponent), shown on each run's row
 
 

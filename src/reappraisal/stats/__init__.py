@@ -4,9 +4,10 @@ Units: a *contest* is one (model answer, opponent answer) pair for one
 scenario judged in both orders, scored 1 / 0.5 / 0 (see
 :mod:`.contests`); *clusters* are scenarios, with runs pooled inside each
 scenario. Every interval states its assumption (:data:`ASSUMPTIONS`); the headline
-interval is the logit-scale delete-one-scenario jackknife
-(:func:`cluster_logit_jackknife_interval`) for the equally weighted mean of
-scenario rates, the one estimand of a headline row.
+interval is the delete-one-scenario jackknife on a stretched logit
+(:func:`cluster_stretched_logit_jackknife_interval`) for the equally weighted
+mean of scenario rates, the one estimand of a headline row; the plain logit
+jackknife (:func:`cluster_logit_jackknife_interval`) is its sensitivity column.
 
 Modules: ``contests`` (scoring), ``intervals`` (Wilson, cluster t, logit
 jackknife, design effect), ``runs`` (per-run rates, run-effect test), ``signflip``,
@@ -42,6 +43,7 @@ from .intervals import (
     DesignEffect,
     Interval,
     cluster_logit_jackknife_interval,
+    cluster_stretched_logit_jackknife_interval,
     cluster_t_interval,
     design_effect,
     wilson_interval,
@@ -75,6 +77,7 @@ __all__ = [
     "check_contests",
     "cluster_bootstrap_draws",
     "cluster_logit_jackknife_interval",
+    "cluster_stretched_logit_jackknife_interval",
     "cluster_t_interval",
     "cohens_kappa",
     "design_effect",

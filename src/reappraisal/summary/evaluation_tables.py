@@ -123,6 +123,8 @@ def _headline_numbers(frame: pd.DataFrame, s: Settings, bar: float) -> dict:
         "headline_low": ci(stats.HEADLINE_INTERVAL, "low"),
         "headline_high": ci(stats.HEADLINE_INTERVAL, "high"),
         "headline_method": row[stats.HEADLINE_INTERVAL]["method"],
+        "logit_jackknife_low": ci("ci_logit_jackknife", "low"),
+        "logit_jackknife_high": ci("ci_logit_jackknife", "high"),
         "cluster_t_low": ci("ci_cluster_t", "low"),
         "cluster_t_high": ci("ci_cluster_t", "high"),
         "boot_low": ci("ci_percentile_bootstrap", "low"),
@@ -148,6 +150,7 @@ def _headline_display(s: Settings) -> list:
     return [
         ("arm", ("arm",)), ("opponent", ("opponent",)), ("win rate", ("win_rate",)), ("contests", ("contests",)),
         ("scenarios", ("scenarios",)), (f"headline {percent(s.confidence)} CI", ("headline_low", "headline_high")),
+        ("logit jackknife (overclaims when skewed)", ("logit_jackknife_low", "logit_jackknife_high")),
         ("iid Wilson (ignores clustering)", ("wilson_low", "wilson_high")),
         ("cluster bootstrap (under-covers)", ("boot_low", "boot_high")),
         ("sign-flip p vs bar", ("signflip_p_bar",)), ("sign-flip p vs 0.5", ("signflip_p_half",)),
@@ -157,7 +160,7 @@ def _headline_display(s: Settings) -> list:
 
 HEADLINE_COLUMNS = [
     "arm", "opponent", "judge", "pool", "win_rate", "contests", "scenarios", "wilson_low", "wilson_high",
-    "headline_low", "headline_high", "headline_method", "boot_low", "boot_high", "signflip_p_bar",
+    "headline_low", "headline_high", "headline_method", "logit_jackknife_low", "logit_jackknife_high", "boot_low", "boot_high", "signflip_p_bar",
     "signflip_p_half", "signflip_min_p", "errors", "pooled_rate", "runs", "cluster_t_low", "cluster_t_high",
     "wild_low", "wild_high", "bar", "clears_bar", "scenarios_clearing_bar", "design_effect", "effective_n",
     "run_effect_p", "run_effect_flag", "note",
@@ -244,7 +247,7 @@ def per_run_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
                 low = high = np.nan
                 note = effect_note
                 if len(means) >= 2:
-                    low, high = stats.cluster_logit_jackknife_interval(means, n, s.confidence)
+                    low, high = stats.cluster_stretched_logit_jackknife_interval(means, n, s.confidence)
                 else:
                     note = f"fewer than 2 scored scenarios in run {run}"
                 rows.append({
