@@ -40,7 +40,12 @@ def demo_run(tmp_path_factory) -> Path:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Every test that uses the demo build (``demo_run``, directly or through another fixture) is marked ``demo``."""
+    """Every test that uses the demo build (``demo_run``, directly or through another fixture) is marked ``demo``.
+
+    Its first test also waits for the build (the fixture's setup counts toward pytest-timeout), so these tests
+    get the build's own limit (1,500 s) plus their own, not the suite's 900 s."""
     for item in items:
         if "demo_run" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.demo)
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(1800))

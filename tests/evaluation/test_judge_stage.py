@@ -10,7 +10,7 @@ import pytest
 
 from reappraisal.cli import main
 from reappraisal.data.quoting import quote
-from reappraisal.stats.contests import CONTEST_COLUMNS
+from reappraisal.table_contracts import CONTEST_COLUMNS
 
 from .helpers import demo_params, write_judge
 from .openai_fake import FakeOpenAI, Reply, slots
@@ -64,7 +64,7 @@ def test_a_run_is_judged_end_to_end_through_the_command(tmp_path):
         contests = pd.read_parquet(out["contests"])
         judgments = pd.read_parquet(out["judgments"])
         assert main(argv) == 0 and srv.count == 2 * 2 * N_ANSWERS  # rerun: all cached
-    assert set(CONTEST_COLUMNS) <= set(contests.columns)
+    assert list(contests.columns) == CONTEST_COLUMNS
     assert len(contests) == 2 * N_ANSWERS and (contests["score"] == 1.0).all()
     assert set(contests["pool"]) == {"train"} and set(contests["judge_kind"]) == {"heldout"}
     assert len(judgments) == 2 * len(contests) and set(judgments["order"]) == {"AB", "BA"}

@@ -17,8 +17,7 @@ from typing import Mapping
 import pandas as pd
 
 from ..stats import HEADLINE_INTERVAL, headline_row
-
-COLUMNS = ["run", "judge", "contest_id", "vignette_id", "model", "opponent", "score", "error"]
+from ..table_contracts import SCORE_COLUMNS
 
 
 def confirmation_result(contests: pd.DataFrame, document: Mapping, *, n_boot: int, seed: int) -> dict:
@@ -28,7 +27,7 @@ def confirmation_result(contests: pd.DataFrame, document: Mapping, *, n_boot: in
         raise ValueError(f"the pre-registration names interval {interval['method']!r}; this code computes "
                          f"{HEADLINE_INTERVAL!r}")
     bar = float(document["bar"])
-    row = headline_row(contests[COLUMNS], bar=bar, confidence=float(interval["confidence"]), n_boot=n_boot, seed=seed)
+    row = headline_row(contests[SCORE_COLUMNS], bar=bar, confidence=float(interval["confidence"]), n_boot=n_boot, seed=seed)
     ci = row[HEADLINE_INTERVAL]
     selection = document["selection"]
     confirmed = bool(ci["low"] > bar)

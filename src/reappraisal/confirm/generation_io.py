@@ -25,7 +25,7 @@ from ..config import sections_with_defaults
 from ..errors import PipelineInputError
 from ..evaluation.best_of_n_io import Scorers, generate_best_of_n
 from ..evaluation.confirmation_pool import CONFIRMATION_POOL
-from ..evaluation.generation_io import GENERATION_COLUMNS, generate_answers
+from ..evaluation.generation_io import generate_answers
 from ..evaluation.systems import best_of_n_systems
 from ..file_hashes import file_digests
 from ..input_tables import read_table
@@ -33,8 +33,7 @@ from ..params import parse_params
 from ..policy.arms import resolve_model_dir
 from .preregistration import check_unchanged
 from .preregistration_io import checkpoint_folders, checkpoint_hashes
-
-CONFIRMATION_COLUMNS = [*GENERATION_COLUMNS, "preregistration_sha256"]
+from ..table_contracts import CONFIRMATION_GENERATION_COLUMNS
 
 
 def read_preregistration(path: str | Path) -> tuple[dict, str]:
@@ -75,7 +74,7 @@ def generate_confirmation(document: Mapping, document_sha256: str, checkpoints: 
                                  f"{document['confirmation_pool']['scenarios']}; the config's split changed since",
                                  where="config evaluation.confirmation_pool")
     out["preregistration_sha256"] = document_sha256
-    return out[CONFIRMATION_COLUMNS]
+    return out[CONFIRMATION_GENERATION_COLUMNS]
 
 
 def cli_main(argv: Sequence[str] | None = None) -> int:

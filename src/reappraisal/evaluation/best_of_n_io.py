@@ -35,9 +35,8 @@ from .confirmation_pool import split_pools
 from .generation_io import answers_table, format_gate, requests_for, runs_and_outputs, sample_completions
 from .seeds import derived_seed
 from .systems import best_of_n_systems
+from ..table_contracts import BEST_OF_N_CANDIDATE_COLUMNS
 
-CANDIDATE_COLUMNS = ["run", "system", "vignette_id", "pool", "sample", "candidate", "answer", "passed", "score",
-                     "kept", "completion_tokens", "scorer"]
 #: The committee scorer's weights: the headline committee's (w 0.5 / 0.5; the guard is policy.lam).
 COMMITTEE_WEIGHTS = {"w_rm": 0.5, "w_grm": 0.5}
 
@@ -137,7 +136,7 @@ def generate_best_of_n(system: BestOfN, run: int, model_dir: str, vignettes: pd.
         "sample": expanded["sample"], "candidate": np.tile(np.arange(system.n), len(requests)), "answer": answers,
         "passed": passed, "score": scores, "kept": kept,
         "completion_tokens": [c.completion_tokens for c in completions], "scorer": system.scorer,
-    }, columns=CANDIDATE_COLUMNS)
+    }, columns=BEST_OF_N_CANDIDATE_COLUMNS)
     chosen = [completions[i] for i in np.flatnonzero(kept)]
     table = answers_table(requests, chosen, system=system.name, run=run, seed=seed, gate=gate)
     compute = {"system": system.name, "run": run, "n": system.n, "scorer": system.scorer, "answers": len(requests),

@@ -18,9 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .seeds import derived_seed
-
-CONTEST_COLUMNS = ["contest_id", "vignette_id", "pool", "model", "opponent", "model_answer_id", "model_answer",
-                   "opponent_answer_id", "opponent_answer"]
+from ..table_contracts import DRAWN_CONTEST_COLUMNS
 
 
 def draw_contests(model_answers: pd.DataFrame, opponent_answers: dict[str, pd.DataFrame], *, arm: str,
@@ -59,4 +57,4 @@ def draw_contests(model_answers: pd.DataFrame, opponent_answers: dict[str, pd.Da
                 "opponent_answer_id": str(other["answer_id"]),
                 "opponent_answer": str(other["text"]),
             })
-    return pd.DataFrame(rows, columns=CONTEST_COLUMNS)
+    return pd.DataFrame(rows, columns=DRAWN_CONTEST_COLUMNS)

@@ -30,9 +30,7 @@ from .generation import Decoding, generate_hf, generate_vllm, load_generator, re
 from .seeds import derived_seed
 from .confirmation_pool import split_pools
 from .systems import system_pools
-
-GENERATION_COLUMNS = ["run", "arm", "vignette_id", "pool", "sample", "seed", "answer_id", "raw_text", "answer",
-                      "finish_reason", "prompt_tokens", "completion_tokens", "empty", "too_long", "truncated"]
+from ..table_contracts import GENERATION_COLUMNS
 
 
 def requests_for(vignettes: pd.DataFrame, pools: Sequence[str], per_pool: dict) -> pd.DataFrame:

@@ -25,9 +25,7 @@ import hashlib
 from itertools import combinations
 
 import pandas as pd
-
-PAIR_COLUMNS = ["pair_id", "vignette_id", "half", "first_id", "second_id", "first", "second", "z_first", "z_second",
-                "margin"]
+from ..table_contracts import HUMAN_PAIR_COLUMNS
 
 
 def _unit(text: str) -> float:
@@ -60,7 +58,7 @@ def human_pairs(targets: pd.DataFrame, *, dimension: str, judge_train_fraction: 
                 "first_id": str(x.reappraisal_id), "second_id": str(y.reappraisal_id), "first": str(x.text),
                 "second": str(y.text), "z_first": zx, "z_second": zy, "margin": zx - zy,
             })
-    return pd.DataFrame(rows, columns=PAIR_COLUMNS)
+    return pd.DataFrame(rows, columns=HUMAN_PAIR_COLUMNS)
 
 
 def as_contests(pairs: pd.DataFrame) -> pd.DataFrame:

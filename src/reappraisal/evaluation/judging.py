@@ -29,10 +29,9 @@ from ..data.quoting import quote
 from .backends import CallFailure
 from .cache import ReplyCache, cache_key
 from .judge_spec import JudgeSpec
+from ..table_contracts import JUDGMENT_COLUMNS
 
 ORDERS = ("AB", "BA")
-JUDGMENT_COLUMNS = ["run", "judge", "judge_kind", "contest_id", "vignette_id", "pool", "model", "opponent", "order",
-                    "verdict", "raw", "model_answer_id", "opponent_answer_id", "served_model"]
 
 
 @dataclass
@@ -111,8 +110,6 @@ def served_model(spec: JudgeSpec, cache: ReplyCache, key: str) -> str | None:
     if spec.backend == "openai":
         return cache.served_model(key)
     return spec.model
-
-
 
 
 class UnparseableVerdicts(PipelineInputError):

@@ -29,20 +29,17 @@ from ..config import sections_with_defaults
 from ..input_tables import read_table
 from ..training import set_cpu_threads
 from ..stats import pair_orders, score_contests
-from ..stats.contests import CONTEST_KEYS
 from .backends import judge_fingerprint, make_backend
 from .cache import ReplyCache
 from .confirmation_pool import split_pools
 from .draw import draw_contests
 from .judge_spec import JUDGES_DIR, load_judge
-from .judging import JUDGMENT_COLUMNS, check_parseable, consensus, judge_contests
+from .judging import check_parseable, consensus, judge_contests
 from .opponents import answer_pools
 from .panel import check_panel_allowed
 from .reward_path import ensemble_judgments, grm_judgments
 from .systems import evaluated_arms, opponents, systems
-
-CONTESTS_COLUMNS = ["run", "judge", "judge_kind", "contest_id", "vignette_id", "pool", "model", "opponent",
-                    "verdict_ab", "verdict_ba", "score", "error", "model_words", "opponent_words"]
+from ..table_contracts import CONTEST_COLUMNS, CONTEST_KEYS, JUDGMENT_COLUMNS
 
 
 def _answers_by_scenario(generations: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -98,7 +95,7 @@ def contests_table(judgments: pd.DataFrame, contests: pd.DataFrame | None = None
         table = table.merge(lengths.drop_duplicates("contest_id"), on="contest_id", how="left")
     else:
         table["model_words"] = table["opponent_words"] = pd.NA
-    return table[CONTESTS_COLUMNS].sort_values(["judge", "model", "opponent", "contest_id"], ignore_index=True)
+    return table[CONTEST_COLUMNS].sort_values(["judge", "model", "opponent", "contest_id"], ignore_index=True)
 
 
 def check_calibrated(judges: Sequence[str], calibration: dict) -> None:

@@ -12,7 +12,7 @@ the scorers the policy was trained against:
 - ``reward_path:grm``: the generative reward model asked pairwise, both
   orders, with its own prompt, exactly as the committee asks it.
 
-Output rows have the judgments table's columns (:data:`.judging.JUDGMENT_COLUMNS`).
+Output rows have the judgments table's columns (:data:`reappraisal.table_contracts.JUDGMENT_COLUMNS`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .judging import JUDGMENT_COLUMNS, ORDERS, slot_texts
+from .judging import ORDERS, slot_texts
+from ..table_contracts import JUDGMENT_COLUMNS
 
 ENSEMBLE, GRM = "reward_path:ensemble", "reward_path:grm"
 

@@ -14,8 +14,8 @@ import pandas as pd
 from reappraisal.errors import DataValidationError, PipelineInputError
 
 from .verdict import flip
+from ..table_contracts import GRM_PAIR_COLUMNS
 
-PAIR_COLUMNS = ("pair_id", "vignette_id", "split", "id_a", "id_b", "text_a", "text_b", "margin", "preferred")
 
 #: Columns of :func:`both_orders`' result.
 ITEM_COLUMNS = (
@@ -25,7 +25,7 @@ ITEM_COLUMNS = (
 
 def check_pairs(pairs: pd.DataFrame, where: str) -> None:
     """Raise :class:`DataValidationError` unless ``pairs`` has the contract's columns and letters."""
-    missing = [c for c in PAIR_COLUMNS if c not in pairs.columns]
+    missing = [c for c in GRM_PAIR_COLUMNS if c not in pairs.columns]
     if missing:
         raise DataValidationError(f"missing column(s) {missing}", where=where)
     bad = ~pairs["preferred"].isin(["A", "B"])

@@ -55,7 +55,8 @@ from reappraisal.training import (
     work_dir_beside,
 )
 
-from .dataset import PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS, Examples, examples_for_split, pairs_for_split
+from ..table_contracts import RATED_PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS
+from .dataset import Examples, examples_for_split, pairs_for_split
 from .dataset import rated_dimensions
 from .prompts import encode_prompts, format_prompts
 
@@ -334,7 +335,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
                 "rerun prepare_base_models", where=str(a.base_manifest))
     targets = read_table(a.targets, TARGET_COLUMNS)
     vignettes = read_table(a.vignettes, VIGNETTE_COLUMNS)
-    pairs = read_table(a.pairs, PAIR_COLUMNS)
+    pairs = read_table(a.pairs, RATED_PAIR_COLUMNS)
     seed = int(params["seed"])
     train_pairs = preference_pairs(pairs, targets, vignettes, primary_dimension=primary, min_gap=cfg.min_gap,
                                    max_pairs=cfg.max_pairs, seed=seed, where=a.pairs)

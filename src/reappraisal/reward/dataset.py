@@ -23,10 +23,6 @@ import pandas as pd
 
 from reappraisal.errors import ConfigError, DataValidationError, PipelineInputError
 
-TARGET_COLUMNS = ["reappraisal_id", "vignette_id", "author_type", "text", "split"]
-VIGNETTE_COLUMNS = ["vignette_id", "text"]
-PAIR_COLUMNS = ["pair_id", "vignette_id", "split", "id_a", "id_b", "preferred"]
-
 
 @dataclass
 class Examples:

@@ -40,7 +40,8 @@ from reappraisal.errors import PipelineInputError
 from reappraisal.input_tables import read_table
 from reappraisal.training import set_cpu_threads
 
-from .dataset import PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS, examples_for_split, pairs_for_split
+from ..table_contracts import RATED_PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS
+from .dataset import examples_for_split, pairs_for_split
 from .dataset import rated_dimensions
 from .metrics import accuracy_on_pairs, best_of_n, paired_best_of_n_difference, seed_disagreement, spearman_with_humans
 from .penalty import describe_penalty, ensemble_score
@@ -221,7 +222,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         a.models,
         targets=read_table(a.targets, TARGET_COLUMNS),
         vignettes=read_table(a.vignettes, VIGNETTE_COLUMNS),
-        pairs=read_table(a.pairs, PAIR_COLUMNS),
+        pairs=read_table(a.pairs, RATED_PAIR_COLUMNS),
         dimensions=dims,
         primary_dimension=primary,
         penalty=ens["penalty"],

@@ -49,7 +49,8 @@ from reappraisal.training import (
     work_dir_beside,
 )
 
-from .dataset import PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS, Examples, examples_for_split, pairs_for_split
+from ..table_contracts import RATED_PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS
+from .dataset import Examples, examples_for_split, pairs_for_split
 from .dataset import rated_dimensions
 from .prompts import encode_prompts, format_prompts, resolve_pad_token_id
 
@@ -348,7 +349,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
             )
     targets = read_table(a.targets, TARGET_COLUMNS)
     vignettes = read_table(a.vignettes, VIGNETTE_COLUMNS)
-    pairs = read_table(a.pairs, PAIR_COLUMNS)
+    pairs = read_table(a.pairs, RATED_PAIR_COLUMNS)
     train = examples_for_split(targets, vignettes, "train", dims, where=a.targets)
     val = examples_for_split(targets, vignettes, "val", dims, where=a.targets)
     summary = train_reward_model(

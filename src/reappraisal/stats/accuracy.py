@@ -18,7 +18,7 @@ import pandas as pd
 
 from .intervals import Interval, cluster_t_interval, wilson_interval
 
-PAIR_COLUMNS = ["vignette_id", "score_preferred", "score_other"]
+SCORED_PAIR_COLUMNS = ["vignette_id", "score_preferred", "score_other"]
 
 
 def pair_correctness(score_preferred, score_other) -> np.ndarray:
@@ -45,9 +45,9 @@ def pairwise_accuracy(pairs: pd.DataFrame, confidence: float = 0.95) -> dict:
     """
     if not isinstance(pairs, pd.DataFrame):
         raise TypeError("pairs must be a pandas DataFrame")
-    missing = [c for c in PAIR_COLUMNS if c not in pairs.columns]
+    missing = [c for c in SCORED_PAIR_COLUMNS if c not in pairs.columns]
     if missing:
-        raise ValueError(f"pairs is missing column(s) {missing}; expected {PAIR_COLUMNS}")
+        raise ValueError(f"pairs is missing column(s) {missing}; expected {SCORED_PAIR_COLUMNS}")
     if pairs.empty:
         raise ValueError("pairs is empty")
     if pairs["vignette_id"].isna().any():

@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from ..table_contracts import CONTEST_KEYS, SCORE_COLUMNS, VERDICT_COLUMNS
 
 ORDERS = ("AB", "BA")
 VERDICTS = ("A", "B", "tie", "error")
-CONTEST_KEYS = ["run", "judge", "contest_id", "vignette_id", "model", "opponent"]
-JUDGMENT_COLUMNS = [*CONTEST_KEYS, "order", "verdict"]
-CONTEST_COLUMNS = [*CONTEST_KEYS, "score", "error"]
 
 # Outcome of one judged order from the model's point of view.
 _MODEL_OUTCOME = {
@@ -59,9 +57,9 @@ def pair_orders(judgments: pd.DataFrame) -> pd.DataFrame:
     Raises ``ValueError`` on missing columns, unknown orders or verdicts,
     missing values, or a contest that lacks an order or repeats one.
     """
-    _require_columns(judgments, JUDGMENT_COLUMNS, "judgments")
-    table = judgments[JUDGMENT_COLUMNS]
-    null_columns = [c for c in JUDGMENT_COLUMNS if table[c].isna().any()]
+    _require_columns(judgments, VERDICT_COLUMNS, "judgments")
+    table = judgments[VERDICT_COLUMNS]
+    null_columns = [c for c in VERDICT_COLUMNS if table[c].isna().any()]
     if null_columns:
         raise ValueError(
             f"judgments has missing values in {null_columns}; an unparseable "
@@ -137,7 +135,7 @@ def check_contests(contests: pd.DataFrame) -> pd.DataFrame:
     Scores must be 0, 0.5 or 1 where ``error`` is False and NaN where it is
     True. Raises ``ValueError`` naming the problem.
     """
-    _require_columns(contests, CONTEST_COLUMNS, "contests")
+    _require_columns(contests, SCORE_COLUMNS, "contests")
     error = contests["error"]
     if error.isna().any() or not set(error.unique()) <= {True, False}:
         raise ValueError("contests column 'error' must be boolean without missing values")

@@ -35,11 +35,8 @@ from reappraisal import stats
 
 from .summary_table import Table, not_computable
 from .texts import TABLE_TEXTS, fill, load_texts, percent, table_text
+from ..table_contracts import CONTEST_LENGTH_COLUMNS
 
-CONTEST_COLUMNS = [
-    "run", "judge", "judge_kind", "contest_id", "vignette_id", "pool", "model", "opponent",
-    "verdict_ab", "verdict_ba", "score", "error",
-]
 SCENARIO = "vignette_id"
 
 
@@ -447,7 +444,7 @@ def ablation_table(contests: pd.DataFrame, s: Settings, sources_by_run, health: 
                  pd.DataFrame(rows, columns=columns), sources, display=display)
 
 
-LENGTH_COLUMNS = ("model_words", "opponent_words")
+LENGTH_COLUMNS = tuple(CONTEST_LENGTH_COLUMNS)
 
 
 def _length_frames(contests: pd.DataFrame, arms: Sequence[str]):

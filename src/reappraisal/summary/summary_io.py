@@ -58,11 +58,13 @@ from .render import to_csv, to_latex, to_markdown
 from .summary_table import Table
 from .overoptimization import overoptimization_table
 from .truth_tables import Truths, attach_truth, truth_table, truth_verdicts, world_summary_table
+from ..table_contracts import CONTEST_COLUMNS, CONTEST_KEYS, CONTEST_LENGTH_COLUMNS, VERDICT_COLUMNS
 
 #: The DVC stage that runs this command (its outputs are not hashed: they are being written).
 DVC_STAGE = "summarize"
 CLAIMS_SCHEMA = REPO_ROOT / "workflow" / "schemas" / "claims.schema.yaml"
-JUDGMENT_COLUMNS = ["run", "judge", "contest_id", "vignette_id", "model", "opponent", "order", "verdict"]
+#: The contest columns the summary requires (the answers' lengths are read when present).
+REQUIRED_CONTEST_COLUMNS = [c for c in CONTEST_COLUMNS if c not in CONTEST_LENGTH_COLUMNS]
 #: Steps of the running means the overoptimization table reads (the demo's arms train 80 steps).
 OVEROPTIMIZATION_WINDOW = 20
 TABLE_ORDER = [
@@ -106,9 +108,9 @@ def load_run(run: int, evaluation_dir: Path, runs: Sequence[int], *,
     contests_path, judgments_path = folder / "contests.parquet", folder / "judgments.parquet"
     where_runs = f"(config evaluation.runs = {list(runs)})"
     contests = _read_parquet(contests_path, f"the contests table of evaluation run {run} {where_runs}")
-    missing = [c for c in et.CONTEST_COLUMNS if c not in contests.columns]
+    missing = [c for c in REQUIRED_CONTEST_COLUMNS if c not in contests.columns]
     if missing:
-        raise PipelineInputError(f"contests table lacks column(s) {missing}; expected {et.CONTEST_COLUMNS}",
+        raise PipelineInputError(f"contests table lacks column(s) {missing}; expected {REQUIRED_CONTEST_COLUMNS}",
                                  where=str(contests_path))
     if contests.empty:
         raise PipelineInputError("contests table has no rows", where=str(contests_path))
@@ -121,22 +123,22 @@ def load_run(run: int, evaluation_dir: Path, runs: Sequence[int], *,
     except ValueError as exc:
         raise PipelineInputError(str(exc), where=str(contests_path)) from None
     judgments = _read_parquet(judgments_path, f"the judgments table of evaluation run {run} {where_runs}")
-    missing = [c for c in JUDGMENT_COLUMNS if c not in judgments.columns]
+    missing = [c for c in VERDICT_COLUMNS if c not in judgments.columns]
     if missing:
         raise PipelineInputError(f"judgments table lacks column(s) {missing}", where=str(judgments_path))
     check_replies(judgments, judgments_path, judges_dir)
     _check_against_judgments(contests, judgments, contests_path, judgments_path)
-    keep = et.CONTEST_COLUMNS + [c for c in et.LENGTH_COLUMNS if c in contests.columns]
+    keep = REQUIRED_CONTEST_COLUMNS + [c for c in CONTEST_LENGTH_COLUMNS if c in contests.columns]
     return contests[keep].copy(), contests_path, judgments_path
 
 
 def _check_against_judgments(contests, judgments, contests_path, judgments_path) -> None:
     """Every contest's score must be what its two judged orders give."""
     try:
-        rescored = stats.score_contests(judgments[JUDGMENT_COLUMNS])
+        rescored = stats.score_contests(judgments[VERDICT_COLUMNS])
     except ValueError as exc:
         raise PipelineInputError(str(exc), where=str(judgments_path)) from None
-    keys = list(stats.contests.CONTEST_KEYS)
+    keys = list(CONTEST_KEYS)
     mine = contests[keys + ["score", "error"]].astype({k: str for k in keys})
     theirs = rescored.astype({k: str for k in keys})
     merged = mine.merge(theirs, on=keys, how="outer", suffixes=("", "_judged"), indicator=True)
