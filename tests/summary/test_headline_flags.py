@@ -115,7 +115,7 @@ def test_summarize_and_the_report_show_the_flag_next_to_the_verdict_only_when_fl
     claim = claims["committee_beats_gpt4"]
     page = _report(tmp_path, monkeypatch)
     cells = page.cells["headline-table"]
-    verdict_cell = cells[cells.index("committee") + 13]  # the last column: headline CI above the bar
+    verdict_cell = cells[cells.index("committee") + 12]  # the last column: headline CI above the bar
     ledger = page.cells["claims-table"]
     claim_verdict = ledger[ledger.index("committee_beats_gpt4") + 4]
     assert verdict_cell == ("yes" if head["clears_bar"] else "no")
@@ -126,7 +126,7 @@ def test_summarize_and_the_report_show_the_flag_next_to_the_verdict_only_when_fl
         assert claim["flags"] == [f"headline[arm=committee, opponent=gpt-4-0314]: {flag}"]
         assert claim["verdict"] == ("holds" if head["headline_low"] > 0.608 else "fails")
         # the flag has a row of its own right under the row it flags (its sentence wraps in the page)
-        flag_cell = cells[cells.index("committee") + 14]
+        flag_cell = cells[cells.index("committee") + 13]
         assert flag_cell == f"⚑ committee vs gpt-4-0314: {flag}" and claim_verdict.endswith(f"⚑ {claim['flags'][0]}")
     else:
         assert pd.isna(head["run_effect_flag"]) and claim["flags"] == []

@@ -116,7 +116,6 @@ def headline_rows(df: pd.DataFrame) -> list[list[str]]:
             str(r["arm"]), str(r["opponent"]), fmt_rate(r["win_rate"]), fmt(_py(r["contests"])),
             fmt(_py(r["scenarios"])),
             fmt_interval(r["headline_low"], r["headline_high"]),
-            fmt_interval(r["logit_jackknife_low"], r["logit_jackknife_high"]),
             fmt_interval(r["wilson_low"], r["wilson_high"]), fmt_interval(r["boot_low"], r["boot_high"]),
             fmt(r["signflip_p_bar"]), fmt(r["signflip_p_half"]), fmt(r["signflip_min_p"]), fmt(_py(r["errors"])),
             fmt(_py(r.get("clears_bar"))),
