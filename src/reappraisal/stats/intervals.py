@@ -18,8 +18,8 @@ jackknife (:func:`cluster_logit_jackknife_interval`, now a sensitivity column)
 fixes that for Beta-distributed scenario rates but not for logit-normal ones
 (0.927 at 0.87 / sd 0.15, 6.4 % wholly above); the jackknife on a stretched
 logit keeps coverage >= 0.93 with each tail <= 0.04 under both families at
-win rates 0.5-0.95, sd 0.05-0.15, G = 6 and 12, but for the nearly two-valued
-rates at 0.95 / sd 0.15 (``tests/stats/test_coverage.py``, the candidates'
+win rates 0.5-0.95, sd 0.05-0.15, G = 6 and 12, except at 0.95 / sd 0.15
+(coverage 0.78-0.91; ``tests/stats/test_coverage.py``, the candidates'
 table in ``benchmarks/README_stats.md``).
 
 :class:`Interval` is the labelled form used in reports: every interval
@@ -251,9 +251,8 @@ def cluster_stretched_logit_jackknife_interval(scenario_means, n_contests, confi
     tail (the few scenarios far below the rest); at 1/2 it is the logit
     jackknife. With λ = 0.5 coverage is >= 0.93 with each tail <= 0.04 under
     Beta and logit-normal scenario rates at win rates 0.5-0.95, sd 0.05-0.15,
-    G = 6 and 12, except where the rates are nearly two-valued (mean 0.95,
-    sd 0.15, which no interval short of a distribution-free one covers at
-    G = 6); the table is in ``benchmarks/README_stats.md``.
+    G = 6 and 12, except at mean 0.95 / sd 0.15 (coverage 0.78-0.91, which
+    no interval short of a distribution-free one reaches); the table is in ``benchmarks/README_stats.md``.
     """
     return _jackknife_interval(scenario_means, n_contests, confidence, float(stretch),
                                "cluster_stretched_logit_jackknife_interval")
