@@ -56,3 +56,11 @@ def test_the_ablation_arms_are_trained_and_every_win_rate_claim_has_a_truth_verd
     assert truth["agree"] + len(truth["disagree"]) == truth["claims_with_truth"]
     over = pd.read_csv(demo_run / "results/summary/tables/overoptimization.csv").set_index("arm")
     assert over["gold_peak"].notna().all() and over.loc["beta0", "sqrt_kl_last"] != over.loc["beta0", "sqrt_kl_last"]
+
+
+def test_every_grm_instrument_the_demo_reports_can_see(demo_run):
+    # an instrument that names one slot whatever the pair (accuracy 0.5, every order flipped) measures nothing;
+    # the demo leaves out the logprob mode its GRM was never trained for (docs/demo-world.md)
+    grm = pd.read_csv(demo_run / "results/summary/tables/grm.csv")
+    assert set(grm["mode"]) == {"generate"}
+    assert (grm["ci_low"] > 0.5).all() and (grm["flip_rate"] < 0.9).all(), grm.to_dict("records")
