@@ -46,3 +46,67 @@ def test_the_draws_follow_the_tempered_filtered_softmax(temperature, top_p):
 def test_a_seed_gives_the_same_draws_and_another_seed_others():
     assert np.array_equal(_draws(500, 0.7, 1.0, seed=11), _draws(500, 0.7, 1.0, seed=11))
     assert not np.array_equal(_draws(500, 0.7, 1.0, seed=11), _draws(500, 0.7, 1.0, seed=12))
+
+
+# ------------------------------------------------------------ the decoding loop against transformers' generate
+
+def _generate_reference(model, tokenizer, prompts, *, max_new_tokens, batch_size, temperature=0.0, seed=0):
+    """``model.generate`` over the same sorted, left-padded batches (finished rows fed padding to the end)."""
+    from transformers import GenerationConfig
+
+    from reappraisal.batched_generation import prepare_for_batches, stop_token_ids
+
+    prepare_for_batches(tokenizer)
+    stop = stop_token_ids(model, tokenizer)
+    config = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id,
+                              eos_token_id=stop)
+    encoded = tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
+    order = sorted(range(len(prompts)), key=lambda i: -len(encoded[i]))
+    out = [None] * len(prompts)
+    for b, start in enumerate(range(0, len(order), batch_size)):
+        idx = order[start:start + batch_size]
+        batch = tokenizer.pad({"input_ids": [encoded[i] for i in idx]}, padding=True, return_tensors="pt")
+        processors = (sampling_processors(temperature, 1.0, torch.Generator().manual_seed(seed + b))
+                      if temperature > 0 else None)
+        with torch.inference_mode():
+            generated = model.generate(**batch, generation_config=config, logits_processor=processors)
+        for i, row in zip(idx, generated[:, batch["input_ids"].shape[1]:].tolist()):
+            ended = next((j for j, t in enumerate(row) if t in stop), None)
+            out[i] = row[: ended + 1] if ended is not None else row
+    return out
+
+
+@pytest.fixture(scope="module")
+def policy_with_frequent_stops(tmp_path_factory):
+    """A tiny random-init policy whose stop tokens are three tokens it often emits, so rows end at many steps."""
+    from reappraisal.evaluation.generation import load_generator, render_prompts
+    from reappraisal.policy.prompts import build_messages
+    from tests.policy.fakes import SCENARIOS, build_tiny_policy
+
+    model, tokenizer = load_generator(str(build_tiny_policy(tmp_path_factory.mktemp("policy") / "model")))
+    scenarios = [text for text, _ in SCENARIOS.values()]
+    prompts = render_prompts(tokenizer, [build_messages(s) for s in scenarios * 4])
+    with torch.no_grad():  # sharper weights: a random init's greedy path is one token repeated whatever the prompt
+        for weight in model.parameters():
+            if weight.ndim == 2:
+                weight.mul_(20.0)
+    sampled = _generate_reference(model, tokenizer, prompts, max_new_tokens=24, batch_size=8, temperature=1.0, seed=5)
+    greedy = _generate_reference(model, tokenizer, prompts, max_new_tokens=24, batch_size=8)
+    counts = np.bincount(np.concatenate([np.asarray(r[1:]) for r in sampled + greedy]))
+    model.generation_config.eos_token_id = [int(t) for t in np.argsort(-counts)[:3]]
+    return model, tokenizer, prompts
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_the_pruning_loop_gives_generates_tokens_greedy_and_sampled(policy_with_frequent_stops, temperature):
+    from reappraisal.batched_generation import generate_token_ids
+
+    model, tokenizer, prompts = policy_with_frequent_stops
+    got = generate_token_ids(model, tokenizer, prompts, max_new_tokens=24, batch_size=8, temperature=temperature,
+                             seed=7)
+    expected = _generate_reference(model, tokenizer, prompts, max_new_tokens=24, batch_size=8,
+                                   temperature=temperature, seed=7)
+    assert [g.ids for g in got] == expected
+    lengths = [len(g.ids) for g in got]
+    assert len(set(lengths)) >= 3 and min(lengths) < 24  # rows left their batches at different steps
+    assert [g.stopped for g in got] == [bool(r) and r[-1] in model.generation_config.eos_token_id for r in expected]

@@ -1,11 +1,18 @@
 """Batched generation with a transformers causal LM (core layer): the one padding-and-sorting loop.
 
 The GRM's pairwise judge and the evaluation (policy answers, a local judge)
-both run many prompts through ``model.generate``. :func:`generate_token_ids`
-does it once for both: prompts are tokenized once, sorted longest first so a
-batch wastes little padding, left-padded per batch, generated, cut at the
-first stop token and returned in the caller's order. What the new tokens
-mean (decoded how, kept which way) is the caller's business.
+both decode many prompts. :func:`generate_token_ids` does it once for both:
+prompts are tokenized once, sorted longest first so a batch wastes little
+padding, left-padded per batch, decoded, cut at the first stop token and
+returned in the caller's order. What the new tokens mean (decoded how, kept
+which way) is the caller's business.
+
+The decoding loop is ``model.generate``'s greedy search with a KV cache, with
+one difference: a row that has emitted its stop token leaves the batch (its
+cache rows are dropped), where ``generate`` keeps feeding it padding until the
+longest row is done. Answers vary in length (a demo batch's mean is about half
+its longest), so that halves the decoding work; every row's tokens are those
+``generate`` gives (a test compares the two, greedy and sampled).
 
 Sampling draws each token by inverse CDF (:func:`sampling_processors`): one
 uniform number per row against the cumulative softmax of the tempered (and
@@ -13,8 +20,9 @@ nucleus-filtered) scores, handed to greedy search as the only finite score.
 That is a draw from the same distribution as ``do_sample=True`` without
 ``torch.multinomial``, whose random numbers for the whole vocabulary took about
 a third of a tiny model's decoding step on CPU. The uniforms come from a
-generator seeded per batch (``seed + batch index``), so a run is reproducible;
-greedy decoding needs no seed.
+generator seeded per batch (``seed + batch index``), one per row the batch
+started with at every step, so a row's draws do not depend on when the others
+stop and a run is reproducible; greedy decoding needs no seed.
 """
 
 from __future__ import annotations
@@ -49,17 +57,29 @@ def stop_token_ids(model, tokenizer) -> list[int]:
     return sorted({int(i) for i in ids if i is not None})
 
 
-def sampling_processors(temperature: float, top_p: float, generator):
+class _RowsOfBatch:
+    """Which rows of the batch a decoding step's scores belong to (None: every row, in order)."""
+
+    def __init__(self):
+        self.rows = None
+        self.batch_size = 0
+
+
+def sampling_processors(temperature: float, top_p: float, generator, rows_of_batch: _RowsOfBatch | None = None):
     """Logits processors that turn greedy search into sampling at ``temperature`` (and ``top_p``): temperature,
     nucleus filter, then one inverse-CDF draw per row from ``generator`` (float64), returned as scores that are
-    0 at the drawn token and -inf elsewhere, so the argmax greedy search takes is the draw."""
+    0 at the drawn token and -inf elsewhere, so the argmax greedy search takes is the draw. With
+    ``rows_of_batch`` set, uniforms are drawn for the whole batch and its live rows take theirs."""
     import torch
     from transformers import LogitsProcessor, LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
 
     class InverseCdfDraw(LogitsProcessor):
         def __call__(self, input_ids, scores):
             cdf = torch.softmax(scores.to(torch.float64), dim=-1).cumsum_(dim=-1)
-            u = torch.rand((scores.shape[0], 1), dtype=torch.float64, generator=generator) * cdf[:, -1:]
+            live = rows_of_batch.rows if rows_of_batch is not None else None
+            n = scores.shape[0] if live is None else rows_of_batch.batch_size
+            u = torch.rand((n, 1), dtype=torch.float64, generator=generator).to(cdf.device)
+            u = (u if live is None else u[live]) * cdf[:, -1:]
             drawn = torch.searchsorted(cdf, u, right=True).clamp_max_(scores.shape[-1] - 1)
             return torch.full_like(scores, float("-inf")).scatter_(1, drawn, 0.0)
 
@@ -69,12 +89,56 @@ def sampling_processors(temperature: float, top_p: float, generator):
     return LogitsProcessorList([*processors, InverseCdfDraw()])
 
 
+def _accepts(model, argument: str) -> bool:
+    import inspect
+
+    return argument in inspect.signature(model.forward).parameters
+
+
+def decode_batch(model, input_ids, attention_mask, *, max_new_tokens: int, stop: Sequence[int],
+                 processors=None, rows_of_batch: _RowsOfBatch | None = None) -> list[list[int]]:
+    """Each left-padded row's new tokens (up to and including its first stop token): greedy search over
+    ``processors``' scores with a KV cache, a finished row leaving the batch (module doc)."""
+    import torch
+    from transformers import DynamicCache
+
+    stop_ids = torch.tensor(sorted(set(stop)), dtype=torch.long, device=input_ids.device)
+    rows = torch.arange(input_ids.shape[0], device=input_ids.device)
+    new: list[list[int]] = [[] for _ in range(input_ids.shape[0])]
+    cache = DynamicCache(config=model.config)
+    mask = attention_mask
+    positions = (mask.long().cumsum(-1) - 1).masked_fill_(mask == 0, 1)  # as generate numbers padded prompts
+    last_only = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
+    step_input = input_ids
+    for step in range(int(max_new_tokens)):
+        out = model(input_ids=step_input, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                    use_cache=True, **(last_only if step == 0 else {}))
+        scores = out.logits[:, -1, :].float()
+        if processors is not None:
+            if rows_of_batch is not None:
+                rows_of_batch.rows = rows
+            scores = processors(step_input, scores)
+        tokens = scores.argmax(dim=-1)
+        for row, token in zip(rows.tolist(), tokens.tolist()):
+            new[row].append(token)
+        alive = ~torch.isin(tokens, stop_ids)
+        if step == max_new_tokens - 1 or not bool(alive.any()):
+            break
+        if not bool(alive.all()):
+            keep = alive.nonzero().squeeze(1)
+            cache.batch_select_indices(keep)
+            mask, rows, tokens = mask[keep], rows[keep], tokens[keep]
+        mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
+        positions = mask.long().sum(dim=-1, keepdim=True) - 1
+        step_input = tokens[:, None]
+    return new
+
+
 def generate_token_ids(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: int, batch_size: int,
                        temperature: float = 0.0, top_p: float = 1.0, seed: int = 0,
                        progress: Callable[[int], None] | None = None) -> list[GeneratedIds]:
     """New token ids for each of ``prompts`` (rendered text, no special tokens added), in their order."""
     import torch
-    from transformers import GenerationConfig
 
     if not prompts:
         return []
@@ -83,30 +147,24 @@ def generate_token_ids(model, tokenizer, prompts: Sequence[str], *, max_new_toke
     prepare_for_batches(tokenizer)
     stop = stop_token_ids(model, tokenizer)
     sample = temperature > 0
-    config = GenerationConfig(
-        do_sample=False,  # sampling is greedy search over Gumbel-perturbed scores (module doc)
-        max_new_tokens=int(max_new_tokens),
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=stop,
-    )
     encoded = tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
     order = sorted(range(len(prompts)), key=lambda i: -len(encoded[i]))
     out: list[GeneratedIds | None] = [None] * len(prompts)
-    stop_set = set(stop)
     for b, start in enumerate(range(0, len(order), batch_size)):
         idx = order[start:start + batch_size]
         batch = tokenizer.pad({"input_ids": [encoded[i] for i in idx]}, padding=True, return_tensors="pt")
         batch = {k: v.to(model.device) for k, v in batch.items()}
-        processors = None
+        processors, rows_of_batch = None, None
         if sample:
+            rows_of_batch = _RowsOfBatch()
+            rows_of_batch.batch_size = len(idx)
             generator = torch.Generator().manual_seed(int(seed) + b)
-            processors = sampling_processors(temperature, top_p, generator)
+            processors = sampling_processors(temperature, top_p, generator, rows_of_batch)
         with torch.inference_mode():
-            generated = model.generate(**batch, generation_config=config, logits_processor=processors)
-        for i, row in zip(idx, generated[:, batch["input_ids"].shape[1]:].tolist()):
-            ended = next((j for j, t in enumerate(row) if t in stop_set), None)
-            kept = row[: ended + 1] if ended is not None else row
-            out[i] = GeneratedIds(kept, len(encoded[i]), ended is not None)
+            rows = decode_batch(model, batch["input_ids"], batch["attention_mask"], max_new_tokens=max_new_tokens,
+                                stop=stop, processors=processors, rows_of_batch=rows_of_batch)
+        for i, row in zip(idx, rows):
+            out[i] = GeneratedIds(row, len(encoded[i]), bool(row) and row[-1] in stop)
         if progress is not None:
             progress(len(idx))
     return [g for g in out if g is not None]
