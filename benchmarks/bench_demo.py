@@ -11,6 +11,7 @@ mean / min / max per commit and the ratio to the baseline's mean.
     python benchmarks/bench_demo.py --runs 3 --baseline b1fd9fa      # HEAD vs a baseline commit
     python benchmarks/bench_demo.py --runs 3                         # HEAD alone
     python benchmarks/bench_demo.py --runs 2 --baseline-env REAPPRAISAL_NUMERICS=native   # the cost of pinning
+    python benchmarks/bench_demo.py --runs 1 --baseline b1fd9fa --keep /tmp/bench   # and keep both runs' tables
 
 ``--baseline-env KEY=VALUE`` (repeatable) makes the baseline the same commit run with those variables
 (``REAPPRAISAL_NUMERICS=native``: the machine's own kernels, without the pinned numerics).
@@ -21,8 +22,10 @@ Run it with nothing else on the machine: the demo uses both cores.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -88,10 +91,17 @@ def demo_in_clone(root: Path, commit: str, cores: int, extra_env: dict[str, str]
     return wall, proc.stderr + proc.stdout
 
 
-def one_run(commit: str, cores: int, extra_env: dict[str, str] | None = None) -> tuple[float, dict[str, float]]:
+def one_run(commit: str, cores: int, extra_env: dict[str, str] | None = None,
+            keep: Path | None = None) -> tuple[float, dict[str, float]]:
+    """One timed demo in a fresh clone; with ``keep``, its summary tables and per-rule seconds are copied there
+    (to compare what two trees measured, not only how fast)."""
     with tempfile.TemporaryDirectory(prefix="bench_demo_") as tmp:
         wall, log = demo_in_clone(Path(tmp), commit, cores, extra_env)
-        return wall, rule_seconds(log)
+        rules = rule_seconds(log)
+        if keep is not None:
+            shutil.copytree(Path(tmp) / "repo/results/summary/tables", keep / "tables")
+            (keep / "rule_seconds.json").write_text(json.dumps(rules, indent=1, sort_keys=True))
+        return wall, rules
 
 
 def main(argv=None) -> int:
@@ -102,6 +112,8 @@ def main(argv=None) -> int:
     ap.add_argument("--baseline-env", action="append", default=[], metavar="KEY=VALUE",
                     help="the baseline is --commit run with these variables (repeatable)")
     ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="copy each run's summary tables and rule seconds to KEEP/<commit>-run<i>/")
     args = ap.parse_args(argv)
     if args.baseline and args.baseline_env:
         raise SystemExit("give --baseline (another commit) or --baseline-env (the same commit, other variables)")
@@ -120,7 +132,8 @@ def main(argv=None) -> int:
     job_seconds: dict[str, list[float]] = {label: [] for label in sides}
     for i in range(args.runs):
         for label, (commit, extra) in sides.items():
-            wall, rules = one_run(commit, args.cores, extra)
+            keep = args.keep / f"{label.replace(' ', '_')}-run{i + 1}" if args.keep else None
+            wall, rules = one_run(commit, args.cores, extra, keep)
             walls[label].append(wall)
             job_seconds[label].append(sum(rules.values()))
             slowest = ", ".join(f"{r} {s:.0f} s" for r, s in sorted(rules.items(), key=lambda kv: -kv[1])[:3])
