@@ -51,6 +51,9 @@ NOT_CONFIG_FALLBACKS = {
     ("workflow_dvc.py", "files"): "reads workflow/dvc_stages.yaml, not config",
     ("policy/arms.py", "w_rm"): "an arm's missing weight is 0 by definition; an external arm may carry none, so the schema cannot fill it",
     ("policy/arms.py", "w_grm"): "an arm's missing weight is 0 by definition; an external arm may carry none, so the schema cannot fill it",
+    ("data/sources.py", "delimiter"): "the delimiter follows the file's format (a tab for tsv), which the schema cannot express",
+    ("evaluation/judging_io.py", "opponents"): "null means the headline opponent: the value of another setting",
+    ("training.py", "max_steps"): "reads a checkpoint's trainer state, not config",
 }
 
 
@@ -96,6 +99,18 @@ def literal_fallbacks(src: Path = SRC, names: set[str] | None = None) -> list[st
             if literal and not (isinstance(default, ast.Constant) and default.value is None) \
                     and (rel, key.value) not in NOT_CONFIG_FALLBACKS:
                 found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+        for node in ast.walk(ast.parse(path.read_text())):  # x.get("<setting>") or <a default>
+            if not (isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or)):
+                continue
+            first, rest = node.values[0], node.values[1:]
+            if not (isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and first.func.attr == "get"
+                    and len(first.args) == 1 and isinstance(first.args[0], ast.Constant)
+                    and first.args[0].value in names):
+                continue
+            empty = all(isinstance(v, (ast.Dict, ast.List, ast.Tuple)) and not getattr(v, "keys", None)
+                        and not getattr(v, "elts", None) or isinstance(v, ast.Constant) and not v.value for v in rest)
+            if not empty and (rel, first.args[0].value) not in NOT_CONFIG_FALLBACKS:
+                found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
     return found
 
 
@@ -108,6 +123,11 @@ def test_no_module_reads_a_setting_with_a_default_of_its_own():
 def test_the_fallback_scan_finds_one(tmp_path):
     (tmp_path / "stage.py").write_text("def f(cfg):\n    return cfg.get('n_boot', 1000), cfg.get('bar'), cfg['confidence']\n")
     assert literal_fallbacks(tmp_path) == ["stage.py:2: cfg.get('n_boot', 1000)"]
+
+
+def test_the_fallback_scan_finds_a_default_after_or(tmp_path):
+    (tmp_path / "stage.py").write_text("def f(ev):\n    return ev.get('judges_dir') or JUDGES_DIR, ev.get('judges') or []\n")
+    assert literal_fallbacks(tmp_path) == ["stage.py:2: ev.get('judges_dir') or JUDGES_DIR"]
 
 
 def _dataclass_fields(src: Path = SRC):

@@ -80,7 +80,7 @@ def test_the_registered_checkpoint_and_document_pass_the_checks(registered):
                     recorded_document_sha256=file_digests(registered["prereg"])[0],
                     document_sha256=file_digests(registered["prereg"])[0])
     # past the checks, confirm goes on to read the judge calibration (absent here): nothing was refused
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError, match=r"none\.json"):
         _confirm(registered)
     assert not (registered["dir"] / "out.json").exists()
 

@@ -47,10 +47,10 @@ def test_head_to_head_pairs_sample_k_with_sample_k_and_pools_filter():
 
 def test_opponent_config_errors_name_the_key():
     with pytest.raises(ConfigError, match="evaluation.opponents.x.*needs `author_type`"):
-        parse_opponents({"opponents": {"x": {"source": "answers"}}}, ["a"])
+        parse_opponents({"opponents": {"x": {"source": "answers", "pools": ["train"]}}}, ["a"])
     with pytest.raises(ConfigError, match=r"head_to_head\[0\].*'zzz' is not an evaluated arm"):
-        parse_opponents({"head_to_head": [{"arm": "a", "opponent_arm": "zzz"}]}, ["a", "b"])
-    opps = parse_opponents({"head_to_head": [{"arm": "a", "opponent_arm": "b"}]}, ["a", "b"])
+        parse_opponents({"head_to_head": [{"arm": "a", "opponent_arm": "zzz", "pools": ["train"]}]}, ["a", "b"])
+    opps = parse_opponents({"head_to_head": [{"arm": "a", "opponent_arm": "b", "pools": ["train"]}]}, ["a", "b"])
     assert opps["arm:b"].plays("a") and not opps["arm:b"].plays("b")
 
 

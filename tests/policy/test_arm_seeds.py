@@ -45,7 +45,7 @@ def test_policy_seeds_apply_to_every_arm_without_its_own():
 
 
 def test_head_to_head_between_arms_with_seeds_meets_every_instance_of_the_other():
-    opps = parse_opponents({"head_to_head": [{"arm": "a", "opponent_arm": "b"}]}, ["a-seed0", "a-seed1", "b-seed0"],
+    opps = parse_opponents({"head_to_head": [{"arm": "a", "opponent_arm": "b", "pools": ["train"]}]}, ["a-seed0", "a-seed1", "b-seed0"],
                            {"a": ["a-seed0", "a-seed1"], "b": ["b-seed0"]})
     assert list(opps) == ["arm:b-seed0"]
     assert opps["arm:b-seed0"].arms == ("a-seed0", "a-seed1")

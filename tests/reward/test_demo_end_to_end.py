@@ -32,7 +32,7 @@ def _run(*argv):
 
 
 @pytest.fixture(scope="session")
-def demo_run(tmp_path_factory):
+def demo_stage_chain(tmp_path_factory):
     cfg = load_config(overrides={"preset": "demo"})
     cfg["data"]["bundled_dir"] = str(REPO_ROOT / cfg["data"].get("bundled_dir", "data/demo"))
     d = tmp_path_factory.mktemp("demo")
@@ -66,8 +66,8 @@ def demo_run(tmp_path_factory):
     return dirs, json.loads(metrics.read_text())
 
 
-def test_ensemble_recovers_the_planted_quality(demo_run):
-    _, m = demo_run
+def test_ensemble_recovers_the_planted_quality(demo_stage_chain):
+    _, m = demo_stage_chain
     acc = m["ensemble"]["pairwise"]["accuracy"]
     assert acc >= 0.75, f"ensemble held-out pairwise accuracy {acc:.3f} < 0.75"
     assert m["split"] == "val" and "do not license claims about new scenarios" in m["held_out"]
@@ -78,8 +78,8 @@ def test_ensemble_recovers_the_planted_quality(demo_run):
     assert m["ensemble"]["spearman"]["within_scenario_mean"] > 0.4
 
 
-def test_seeds_are_genuinely_different(demo_run):
-    dirs, m = demo_run
+def test_seeds_are_genuinely_different(demo_stage_chain):
+    dirs, m = demo_stage_chain
     weights = [load_file(str(d / "model.safetensors")) for d in dirs]
     for i in range(len(weights)):
         for j in range(i + 1, len(weights)):
@@ -88,11 +88,11 @@ def test_seeds_are_genuinely_different(demo_run):
     assert 0 < m["seed_disagreement"]["pairs_seeds_disagree"]["share"] < 1
 
 
-def test_report_inputs_have_the_diagnostics(demo_run):
-    _, m = demo_run
+def test_report_inputs_have_the_diagnostics(demo_stage_chain):
+    _, m = demo_stage_chain
     bon = m["ensemble"]["best_of_n"]
     assert bon["n"] == 8 and bon["win_vs_random"] is not None and bon["chance_win_vs_random"] == 0.5
     assert m["ensemble_formula"].startswith("mean over seeds - 0.5 * std")
-    for d in demo_run[0]:
+    for d in demo_stage_chain[0]:
         card = (Path(d) / "README.md").read_text()
         assert "Validation" in card and "same* scenarios" in card

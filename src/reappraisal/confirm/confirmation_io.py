@@ -35,7 +35,7 @@ from ..evaluation.backends import judge_fingerprint, make_backend
 from ..evaluation.cache import ReplyCache
 from ..evaluation.confirmation_pool import CONFIRMATION_POOL, split_pools
 from ..evaluation.draw import draw_contests
-from ..evaluation.judge_spec import JUDGES_DIR, load_judge
+from ..evaluation.judge_spec import load_judge
 from ..evaluation.judging import check_parseable, judge_contests
 from ..evaluation.judging_io import check_calibrated, contests_table
 from ..evaluation.opponents import answer_pools
@@ -94,7 +94,7 @@ def confirm(document: dict, generations: pd.DataFrame, targets: pd.DataFrame, vi
     opponent = replace(known[opponent_name], pools=(CONFIRMATION_POOL,))
     vignettes = split_pools(vignettes, ev, int(params["seed"]))
     theirs = answer_pools(opponent, targets, vignettes)
-    spec = load_judge(str(document["judge"]), ev.get("judges_dir") or JUDGES_DIR)
+    spec = load_judge(str(document["judge"]), ev["judges_dir"])
     scenarios = dict(zip(vignettes["vignette_id"].astype(str), vignettes["text"].astype(str)))
     judgments, drawn = [], []
     for run, answers in generations.groupby("run", sort=True):

@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..atomic import write_json, write_parquet
 from ..errors import ConfigError, PipelineInputError
+from ..config import sections_with_defaults
 from ..params import parse_params
 from ..input_tables import read_table
 from ..training import set_cpu_threads
@@ -31,7 +32,7 @@ from .backends import judge_fingerprint, make_backend
 from .cache import ReplyCache
 from .calibration import decide, judge_calibration
 from .human_pairs import as_contests, human_pairs
-from .judge_spec import JUDGES_DIR, load_judge
+from .judge_spec import load_judge
 from .judging import check_parseable, judge_contests
 from .panel import check_panel_allowed
 
@@ -53,7 +54,7 @@ def calibrate(targets: pd.DataFrame, vignettes: pd.DataFrame, params: dict, *, c
     scenarios = dict(zip(vignettes["vignette_id"].astype(str), vignettes["text"].astype(str)))
     numbers, tables = {}, []
     for name in cal["candidates"]:
-        spec = load_judge(name, ev.get("judges_dir") or JUDGES_DIR)
+        spec = load_judge(name, ev["judges_dir"])
         check_panel_allowed(spec, preset=params["preset"], data_source=(params.get("data") or {}).get("source"))
         with ReplyCache(Path(cache_dir) / f"{name}.jsonl") as cache:
             table, _ = judge_contests(contests, scenarios, spec, run="calibration", cache=cache,
@@ -83,7 +84,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     for name in ("targets", "vignettes", "cache-dir", "out", "judgments", "params"):
         ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args(argv)
-    params = parse_params(args.params)
+    params = sections_with_defaults(parse_params(args.params), "evaluation")
     set_cpu_threads(params["evaluation"].get("cpu_threads"))
     report, judgments = calibrate(read_table(args.targets), read_table(args.vignettes), params,
                                   cache_dir=Path(args.cache_dir))

@@ -30,6 +30,7 @@ import pandas as pd
 
 from ..atomic import atomic_dir
 from ..errors import PipelineInputError
+from ..config import sections_with_defaults
 from ..params import parse_params
 from ..input_tables import read_table
 from ..training import (
@@ -45,7 +46,7 @@ from ..training import (
     work_dir_beside,
 )
 from .human_pairs import human_pairs
-from .judge_spec import JUDGES_DIR, JudgeSpec, load_judge
+from .judge_spec import JudgeSpec, load_judge
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
@@ -156,10 +157,10 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    params = parse_params(args.params)
+    params = sections_with_defaults(parse_params(args.params), "evaluation")
     ev = params["evaluation"]
     cfg = {**ev["demo_judge"], "judge_train_fraction": ev["calibration"]["judge_train_fraction"]}
-    spec = load_judge(args.judge, ev.get("judges_dir") or JUDGES_DIR)
+    spec = load_judge(args.judge, ev["judges_dir"])
     summary = train_demo_judge(args.base_dir, read_table(args.targets), read_table(args.vignettes), spec,
                                cfg=cfg, dimension=params["data"]["primary_dimension"], seed=int(params["seed"]),
                                out_dir=Path(args.out))

@@ -33,7 +33,7 @@ from .backends import judge_fingerprint, make_backend
 from .cache import ReplyCache
 from .confirmation_pool import split_pools
 from .draw import draw_contests
-from .judge_spec import JUDGES_DIR, load_judge
+from .judge_spec import load_judge
 from .judging import check_parseable, consensus, judge_contests
 from .opponents import answer_pools
 from .panel import check_panel_allowed
@@ -115,7 +115,7 @@ def judge_run(run: int, contests: pd.DataFrame, scenarios: dict[str, str], param
     ev = params["evaluation"]
     frames = []
     for name in ev["judges"]:
-        spec = load_judge(name, ev.get("judges_dir") or JUDGES_DIR)
+        spec = load_judge(name, ev["judges_dir"])
         check_panel_allowed(spec, preset=params["preset"], data_source=(params.get("data") or {}).get("source"))
         with ReplyCache(Path(cache_dir) / f"{name}.jsonl") as cache:
             table, stats = judge_contests(contests, scenarios, spec, run=run, cache=cache,

@@ -42,7 +42,7 @@ class Opponent:
 
 def parse_opponents(evaluation: Mapping[str, Any], arms: list[str],
                     instances: Mapping[str, Sequence[str]] | None = None) -> dict[str, Opponent]:
-    """Opponent specs from the ``evaluation`` config section (``arms``: the evaluated arm instances;
+    """Opponent specs from the ``evaluation`` config section, schema defaults filled (``arms``: the evaluated arm instances;
     ``instances``: arm name -> its instances, so a head-to-head pair may name arms trained with several
     seeds: each instance of one then meets each instance of the other)."""
     instances = dict(instances or {})
@@ -52,7 +52,7 @@ def parse_opponents(evaluation: Mapping[str, Any], arms: list[str],
         if name.startswith(ARM_PREFIX):
             raise ConfigError(f"names starting with {ARM_PREFIX!r} are reserved for head-to-head arms", where=where)
         kind = spec.get("source")
-        pools = tuple(spec.get("pools") or ("train",))
+        pools = tuple(spec["pools"])
         if kind == "answers":
             if not spec.get("author_type"):
                 raise ConfigError("an `answers` opponent needs `author_type`", where=where)
@@ -76,7 +76,7 @@ def parse_opponents(evaluation: Mapping[str, Any], arms: list[str],
                 name = f"{ARM_PREFIX}{theirs}"
                 previous = out.get(name)
                 players = tuple(sorted({mine, *(previous.arms if previous else ())}))
-                out[name] = Opponent(name, "arm", tuple(pair.get("pools") or ("train",)), arm=theirs, arms=players)
+                out[name] = Opponent(name, "arm", tuple(pair["pools"]), arm=theirs, arms=players)
     return out
 
 

@@ -406,7 +406,7 @@ def ablation_table(contests: pd.DataFrame, s: Settings, sources_by_run, health: 
         frame = part[part["model"] == arm]
         spec = dict(s.arm_specs.get(arm, {}))
         row = {"arm": arm, "reward": None if spec.get("external") else spec.get("reward"),
-               "seeds": len(spec.get("seeds") or [0]) if not spec.get("external") else None,
+               "seeds": len(spec["seeds"]) if not spec.get("external") else None,
                "w_rm": spec.get("w_rm"), "w_grm": spec.get("w_grm"), "lam": spec.get("lam"),
                "external": spec.get("external"), "health": (health.get(arm) or {}).get("verdict"), "note": None}
         try:

@@ -42,6 +42,7 @@ from reappraisal.json_values import json_ready
 from reappraisal.evaluation.calibration_file import read_judge_calibration
 from reappraisal.evaluation.systems import best_of_n_systems, evaluated_instances, pooled_systems
 from reappraisal.params import parse_params
+from reappraisal.policy.arms import parse_arms
 from reappraisal.provenance.claim_trace import provenance_document
 from reappraisal.provenance.dvc_state import stage_records
 
@@ -158,7 +159,9 @@ def settings_from_params(params: Mapping[str, Any]) -> tuple[et.Settings, list[i
     summary = with_defaults("summary", params.get("summary"))
     evaluation = with_defaults("evaluation", params.get("evaluation"))
     policy = with_defaults("policy", params.get("policy"))
-    arm_specs = dict(policy["arms"])
+    resolved = parse_arms(policy)  # an arm without seeds of its own has policy.seeds
+    arm_specs = {name: {**(spec or {}), **({} if resolved[name].external else {"seeds": list(resolved[name].seeds)})}
+                 for name, spec in policy["arms"].items()}
     s = et.Settings(
         bar=float(summary["bar"]),
         confidence=float(summary["confidence"]),
