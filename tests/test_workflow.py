@@ -100,12 +100,58 @@ def test_snakemake_lint_is_clean():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_paper_preset_dry_run_on_slurm_executor_wiring(clean_copy):
+def _dry_run_jobs(out: str) -> tuple[dict[str, int], dict[str, list[dict[str, str]]]]:
+    """Snakemake's dry run: the job count per rule (its "Job stats" table) and each job's resources."""
+    counts: dict[str, int] = {}
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == "Job stats:")
+    for line in lines[start + 3:]:
+        if not line.strip() or line.startswith("total"):
+            break
+        rule, count = line.split()
+        counts[rule] = int(count)
+    resources: dict[str, list[dict[str, str]]] = {}
+    rule = None
+    for line in lines:
+        if line.startswith("rule ") and line.endswith(":"):
+            rule = line[5:-1]
+        elif line.strip().startswith("resources:") and rule:
+            items = [item.split("=", 1) for item in line.split("resources:", 1)[1].split(", ")]
+            resources.setdefault(rule, []).append({k.strip(): v.strip() for k, v in items})
+            rule = None
+    return counts, resources
+
+
+def test_paper_preset_dry_run_is_the_dag_a_cluster_user_gets(clean_copy):
+    from reappraisal.config import load_config
+    from reappraisal.evaluation.systems import best_of_n_systems, evaluated_instances
+    from reappraisal.policy.arms import parse_arms
+
     cfg = (clean_copy / "config.yaml").read_text().replace("preset: demo", "preset: paper", 1)
     (clean_copy / "config.yaml").write_text(cfg)
-    proc = run_snakemake(clean_copy, "results/report.html", "-n", "--profile", "workflow/profiles/slurm", "--quiet", "rules")
-    out = proc.stdout + proc.stderr
-    assert "fetch_data" in out and "report" in out
+    proc = run_snakemake(clean_copy, "results/report.html", "-n", "--profile", "workflow/profiles/slurm")
+    counts, resources = _dry_run_jobs(proc.stdout + proc.stderr)
+    paper = load_config(clean_copy / "config.yaml")
+    ev = paper["evaluation"]
+    trained = sum(len(a.seeds) for a in parse_arms(paper["policy"]).values() if not a.external)
+    models = sum(1 for o in ev["opponents"].values() if o["source"] == "model")
+    expected = {
+        "train_reward_model": len(paper["reward"]["seeds"]),  # the ensemble: one job per seed
+        "train_policy": trained,  # one GRPO job per arm and seed
+        "generate_answers": len(evaluated_instances(paper)) + models,  # one per generated system, every run
+        "generate_best_of_n": len(best_of_n_systems(paper)),  # one per declared system and seed of its arm
+        "judge": len(ev["runs"]),  # one per run, both orders, every judge
+        "train_grm": 1, "warm_start_policy": 0, "confirm": 1, "report": 1,
+    }
+    assert {rule: counts.get(rule, 0) for rule in expected} == expected, counts
+    assert not {"draw_truth", "compute_truth", "train_demo_judge"} & set(counts)  # the demo's truth stays home
+    assert set(resources) == set(counts) and all(len(resources[r]) == n for r, n in counts.items())
+    profile = yaml.safe_load((clean_copy / "workflow/profiles/slurm/config.yaml").read_text())
+    for rule, jobs in resources.items():
+        wanted = {**profile["default-resources"], **profile["set-resources"].get(rule, {})}
+        for job in jobs:  # every job asks the scheduler for what the profile gives its rule
+            assert {k: job.get(k) for k in wanted} == {k: str(v) for k, v in wanted.items()}, (rule, job)
+    assert resources["train_policy"][0]["gpu"] == "4" and resources["train_grm"][0]["slurm_partition"] == "gpu"
 
 
 @pytest.mark.parametrize(
