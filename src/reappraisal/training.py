@@ -66,9 +66,10 @@ import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from .atomic import write_json
+from .atomic import atomic_dir, write_json
 from .errors import ConfigError, FinishedElsewhere, PipelineInputError
 
 log = logging.getLogger("reappraisal.training")
@@ -734,6 +735,21 @@ def export_model(trainer, result: RunResult, dest: str | Path) -> None:
             shutil.copytree(p, dest / p.name, dirs_exist_ok=True)
         else:
             shutil.copy2(p, dest / p.name)
+
+
+@contextmanager
+def finished_model(trainer, result: RunResult, work: "WorkDir", out_dir: str | Path, *,
+                   tokenizer=None) -> Iterator[Path]:
+    """A trainer's finish, the same for every one-process trainer: the model (:func:`export_model`) and its
+    ``tokenizer`` in a temporary folder beside ``out_dir`` that the caller writes its records into; on success
+    that folder replaces ``out_dir`` whole and the work folder (checkpoints, segment log) is removed. A crash
+    inside leaves the old output and the work folder, so a rerun resumes."""
+    with atomic_dir(out_dir) as tmp:
+        export_model(trainer, result, tmp)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(str(tmp))
+        yield tmp
+    shutil.rmtree(work.path, ignore_errors=True)
 
 
 def fingerprint(*parts: Any) -> str:

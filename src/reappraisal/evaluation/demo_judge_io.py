@@ -22,20 +22,18 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import shutil
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 
-from ..atomic import atomic_dir
 from ..errors import PipelineInputError
 from ..config import sections_with_defaults
 from ..params import parse_params
 from ..input_tables import read_table
 from ..training import (
     checkpointing_args,
-    export_model,
+    finished_model,
     fingerprint,
     model_dtype,
     open_work_dir,
@@ -143,11 +141,8 @@ def train_demo_judge(base_dir: str, targets: pd.DataFrame, vignettes: pd.DataFra
             **result.record(),  # resumed_from, segments (killed ones too), train_seconds (their total)
             "data": "judge_train half of the validation split's human pairs; never seen by the reward path",
         }
-        with atomic_dir(out_dir) as tmp:
-            export_model(trainer, result, tmp)
-            tokenizer.save_pretrained(str(tmp))
+        with finished_model(trainer, result, work, out_dir, tokenizer=tokenizer) as tmp:
             (tmp / "training_summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
-        shutil.rmtree(work.path, ignore_errors=True)
     return summary
 
 

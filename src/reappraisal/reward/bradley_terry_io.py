@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -38,14 +37,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from reappraisal.atomic import atomic_dir, write_json
+from reappraisal.atomic import write_json
 from reappraisal.config import with_defaults
 from reappraisal.errors import ConfigError, DataValidationError, PipelineInputError
 from reappraisal.input_tables import read_table
 from reappraisal.params import parse_params
 from reappraisal.training import (
     checkpointing_args,
-    export_model,
+    finished_model,
     fingerprint,
     open_work_dir,
     remove_stale_temporaries,
@@ -278,11 +277,8 @@ def train_bradley_terry(
                                 callbacks=list(callbacks))
         result = run_training(trainer, work, where="Bradley-Terry reward model")
 
-        with atomic_dir(out_dir) as tmp:
-            tmp.chmod(0o755)  # mkdtemp makes it 0700; the model is read by other users' jobs
-            export_model(trainer, result, tmp)
+        with finished_model(trainer, result, work, out_dir, tokenizer=tokenizer) as tmp:
             (tmp / "README.md").unlink(missing_ok=True)  # TRL's generic card; the ensemble card describes this model
-            tokenizer.save_pretrained(str(tmp))
             # validation figures from the saved artifact, loaded back as every consumer will load it
             figures = validation_figures(tmp, val=val, val_pairs=val_pairs, primary_dimension=primary_dimension,
                                          max_length=cfg.max_length, batch_size=cfg.per_device_eval_batch_size)
@@ -304,7 +300,6 @@ def train_bradley_terry(
             }
             write_json(summary, tmp / "metrics.json")
             write_json(result.log_history, tmp / "training_log.json")
-        shutil.rmtree(work.path, ignore_errors=True)
     log.info("Bradley-Terry: wrote %s in %.1fs", out_dir, time.time() - t0)
     return summary
 

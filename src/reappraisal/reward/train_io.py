@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -32,14 +31,14 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from reappraisal.atomic import atomic_dir, write_json
+from reappraisal.atomic import write_json
 from reappraisal.config import with_defaults
 from reappraisal.errors import ConfigError, PipelineInputError
 from reappraisal.params import parse_params
 from reappraisal.input_tables import read_table
 from reappraisal.training import (
     checkpointing_args,
-    export_model,
+    finished_model,
     open_work_dir,
     pad_right,
     remove_stale_temporaries,
@@ -282,10 +281,7 @@ def train_reward_model(
         )
         result = run_training(trainer, work, where=f"reward model seed {seed}")
 
-        with atomic_dir(out_dir) as tmp:
-            tmp.chmod(0o755)  # mkdtemp makes it 0700; the model is read by other users' jobs
-            export_model(trainer, result, tmp)
-            tokenizer.save_pretrained(str(tmp))
+        with finished_model(trainer, result, work, out_dir, tokenizer=tokenizer) as tmp:
             # validation figures from the saved artifact, loaded back as every consumer will load it
             figures = validation_figures(
                 tmp,
@@ -312,7 +308,6 @@ def train_reward_model(
             write_json(summary, tmp / "metrics.json")
             write_json(result.log_history, tmp / "training_log.json")
             write_model_card(tmp / "README.md", summary)
-        shutil.rmtree(work.path, ignore_errors=True)
     log.info("seed %s: wrote %s in %.1fs", seed, out_dir, time.time() - t0)
     return summary
 
