@@ -98,7 +98,7 @@ def policy_with_frequent_stops(tmp_path_factory):
 
 
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
-def test_the_pruning_loop_gives_generates_tokens_greedy_and_sampled(policy_with_frequent_stops, temperature):
+def test_the_pruning_loop_gives_the_tokens_generate_gives_greedy_and_sampled(policy_with_frequent_stops, temperature):
     from reappraisal.batched_generation import generate_token_ids
 
     model, tokenizer, prompts = policy_with_frequent_stops

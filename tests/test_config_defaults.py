@@ -82,6 +82,12 @@ def _setting_names() -> set[str]:
     return {key for _, props in _schema_objects() for key in props}
 
 
+def _empty_literal(node: ast.AST) -> bool:
+    """``{}``, ``[]``, ``()``, ``None``, ``""``, ``0``: "nothing", not a default of its own."""
+    return (isinstance(node, ast.Dict) and not node.keys) or (isinstance(node, (ast.List, ast.Tuple)) and not node.elts) \
+        or (isinstance(node, ast.Constant) and not node.value)
+
+
 def literal_fallbacks(src: Path = SRC, names: set[str] | None = None) -> list[str]:
     """``x.get("<setting>", <literal>)`` calls under ``src``: a default written beside the schema's."""
     names = _setting_names() if names is None else names
@@ -107,9 +113,7 @@ def literal_fallbacks(src: Path = SRC, names: set[str] | None = None) -> list[st
                     and len(first.args) == 1 and isinstance(first.args[0], ast.Constant)
                     and first.args[0].value in names):
                 continue
-            empty = all(isinstance(v, (ast.Dict, ast.List, ast.Tuple)) and not getattr(v, "keys", None)
-                        and not getattr(v, "elts", None) or isinstance(v, ast.Constant) and not v.value for v in rest)
-            if not empty and (rel, first.args[0].value) not in NOT_CONFIG_FALLBACKS:
+            if not all(_empty_literal(v) for v in rest) and (rel, first.args[0].value) not in NOT_CONFIG_FALLBACKS:
                 found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
     return found
 

@@ -141,7 +141,8 @@ def test_paper_preset_dry_run_is_the_dag_a_cluster_user_gets(clean_copy):
         "generate_answers": len(evaluated_instances(paper)) + models,  # one per generated system, every run
         "generate_best_of_n": len(best_of_n_systems(paper)),  # one per declared system and seed of its arm
         "judge": len(ev["runs"]),  # one per run, both orders, every judge
-        "train_grm": 1, "warm_start_policy": 0, "confirm": 1, "report": 1,
+        "warm_start_policy": int(paper["policy"]["warm_start"]["enabled"]),
+        "train_grm": 1, "confirm": 1, "report": 1,  # one GRM, one confirmation, one report
     }
     assert {rule: counts.get(rule, 0) for rule in expected} == expected, counts
     assert not {"draw_truth", "compute_truth", "train_demo_judge"} & set(counts)  # the demo's truth stays home

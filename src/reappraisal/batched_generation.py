@@ -57,12 +57,12 @@ def stop_token_ids(model, tokenizer) -> list[int]:
     return sorted({int(i) for i in ids if i is not None})
 
 
+@dataclass
 class _RowsOfBatch:
-    """Which rows of the batch a decoding step's scores belong to (None: every row, in order)."""
+    """Which rows of a batch of ``batch_size`` a decoding step's scores belong to (None: every row, in order)."""
 
-    def __init__(self):
-        self.rows = None
-        self.batch_size = 0
+    batch_size: int
+    rows: object = None
 
 
 def sampling_processors(temperature: float, top_p: float, generator, rows_of_batch: _RowsOfBatch | None = None):
@@ -156,15 +156,14 @@ def generate_token_ids(model, tokenizer, prompts: Sequence[str], *, max_new_toke
         batch = {k: v.to(model.device) for k, v in batch.items()}
         processors, rows_of_batch = None, None
         if sample:
-            rows_of_batch = _RowsOfBatch()
-            rows_of_batch.batch_size = len(idx)
+            rows_of_batch = _RowsOfBatch(len(idx))
             generator = torch.Generator().manual_seed(int(seed) + b)
             processors = sampling_processors(temperature, top_p, generator, rows_of_batch)
         with torch.inference_mode():
             rows = decode_batch(model, batch["input_ids"], batch["attention_mask"], max_new_tokens=max_new_tokens,
                                 stop=stop, processors=processors, rows_of_batch=rows_of_batch)
         for i, row in zip(idx, rows):
-            out[i] = GeneratedIds(row, len(encoded[i]), bool(row) and row[-1] in stop)
+            out[i] = GeneratedIds(row, len(encoded[i]), row[-1] in stop)  # a row has at least one token
         if progress is not None:
             progress(len(idx))
     return [g for g in out if g is not None]
