@@ -10,15 +10,11 @@ import pytest
 
 from reappraisal.atomic import atomic_dir
 from reappraisal.errors import ConfigError
-from reappraisal.training import (
-    last_complete_checkpoint,
-    open_work_dir,
-    pad_right,
-    remove_stale_temporaries,
-    schedule_finished,
-    use_bf16,
-    whole_run_loss,
-)
+from reappraisal.training.batches import pad_right
+from reappraisal.training.checkpoints import last_complete_checkpoint, schedule_finished
+from reappraisal.training.run import whole_run_loss
+from reappraisal.training.settings import use_bf16
+from reappraisal.training.work_dir import open_work_dir, remove_stale_temporaries
 
 
 def _checkpoint(work: Path, step: int, *, state: str | None = "ok", weights: bool = True) -> Path:

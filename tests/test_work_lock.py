@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from reappraisal.errors import PipelineInputError
-from reappraisal.training import lock_holder, open_work_dir, work_dir_beside, work_lock_path
+from reappraisal.training.locks import lock_holder, work_lock_path
+from reappraisal.training.work_dir import open_work_dir, work_dir_beside
 
 SPEC = {"lr": 1e-3, "data": "abc"}
 
@@ -29,7 +30,7 @@ SPEC = {"lr": 1e-3, "data": "abc"}
 HOLDER = f"""
 import json, sys, time
 from pathlib import Path
-from reappraisal.training import open_work_dir
+from reappraisal.training.work_dir import open_work_dir
 work = open_work_dir(sys.argv[1], {SPEC!r})
 ck = Path(sys.argv[1]) / "checkpoint-2"
 ck.mkdir()
@@ -42,7 +43,7 @@ time.sleep(600)
 #: A rerun: opens the same folder (waiting), then writes what it found to argv[2].
 RERUN = f"""
 import json, logging, os, sys
-from reappraisal.training import open_work_dir
+from reappraisal.training.work_dir import open_work_dir
 logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
 with open_work_dir(sys.argv[1], {SPEC!r}) as work:
     found = {{"resume": work.resume.name if work.resume else None, "pid": os.getpid()}}
@@ -155,7 +156,7 @@ def test_the_lock_file_is_a_hidden_sibling_of_the_work_folder(tmp_path):
 FINISHER = """
 import json, shutil, sys, time
 from pathlib import Path
-from reappraisal.training import open_work_dir
+from reappraisal.training.work_dir import open_work_dir
 with open_work_dir(sys.argv[1], json.loads(sys.argv[3])) as work:
     print("held", flush=True)
     while not Path(sys.argv[2]).exists():
@@ -169,7 +170,7 @@ TAKER = f"""
 import json, sys
 from pathlib import Path
 from reappraisal.errors import FinishedElsewhere
-from reappraisal.training import open_work_dir
+from reappraisal.training.work_dir import open_work_dir
 try:
     with open_work_dir(sys.argv[1], {SPEC!r}) as work:
         Path(sys.argv[2]).write_text(json.dumps({{"trained": True, "resume": None}}))

@@ -46,12 +46,19 @@ def atomic_dir(dest: str | os.PathLike) -> Iterator[Path]:
     os.chmod(tmp_path, 0o777 & ~_umask())  # mkdtemp makes 0700
     try:
         yield tmp_path
-        if dest.exists():
-            shutil.rmtree(dest)
-        os.replace(tmp_path, dest)
+        replace_dir(tmp_path, dest)
     except BaseException:
         shutil.rmtree(tmp_path, ignore_errors=True)
         raise
+
+
+def replace_dir(src: str | os.PathLike, dest: str | os.PathLike) -> None:
+    """Put the finished folder ``src`` in place of ``dest`` whole (same filesystem; ``src`` is gone after)."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.exists():
+        shutil.rmtree(dest)
+    os.replace(src, dest)
 
 
 def _umask() -> int:

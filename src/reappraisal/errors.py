@@ -36,4 +36,4 @@ class DownloadError(PipelineInputError):
 class FinishedElsewhere(Exception):
     """The trainer a run waited for (an orphan of a killed pipeline) finished the same run: its outputs
     are in place, so this run has nothing to do. ``reappraisal``'s command line exits 0 on it
-    (:func:`reappraisal.training.open_work_dir` raises it)."""
+    (:func:`reappraisal.training.work_dir.open_work_dir` raises it)."""

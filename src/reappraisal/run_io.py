@@ -13,7 +13,7 @@ and for every recovery:
    Snakemake runs with ``--rerun-incomplete``, so jobs a kill interrupted run
    again. A job that outlived its killed Snakemake (an orphaned trainer) keeps
    the lock on its work folder; the rerun's trainer waits for it, then
-   resumes from its checkpoints (:func:`reappraisal.training.open_work_dir`),
+   resumes from its checkpoints (:func:`reappraisal.training.work_dir.open_work_dir`),
    so two trainers never share a work folder.
 3. **What DVC knows and Snakemake does not.** Snakemake reruns a job when
    its inputs are newer or its rule changed, not when a module it imports or

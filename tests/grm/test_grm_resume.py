@@ -11,7 +11,8 @@ import pytest
 from transformers import TrainerCallback
 
 from reappraisal.grm.train_io import SUMMARY_FILE, train_grm
-from reappraisal.training import lock_holder, read_segments
+from reappraisal.training.locks import lock_holder
+from reappraisal.training.segments import read_segments
 
 from .conftest import DATA_CFG, tiny_cfg
 

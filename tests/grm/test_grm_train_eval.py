@@ -180,7 +180,7 @@ def test_killed_stages_resume_from_their_last_complete_checkpoints(tables, tiny_
     from transformers import TrainerCallback
 
     from reappraisal.grm.train_io import train_grm
-    from reappraisal.training import last_complete_checkpoint
+    from reappraisal.training.checkpoints import last_complete_checkpoint
 
     cfg = tiny_cfg(sft={"num_train_epochs": 2, "save_steps": 4, "logging_steps": 1}, grpo={"max_steps": 2, "save_steps": 1})
     kw = dict(cfg=cfg, data_cfg=DATA_CFG, seed=7, out_dir=tmp_path / "grm", sft_out_dir=tmp_path / "grm_sft")

@@ -118,7 +118,7 @@ def test_killed_runs_resume_from_the_last_complete_checkpoint_and_stop_at_max_st
     ckpts = out / "checkpoints"
     kw = dict(arm=COMMITTEE, policy=policy, model_dir=warm_policy, vignettes=vignettes, out_dir=out, scorers=fakes, seed=0)
 
-    from reappraisal.training import lock_holder
+    from reappraisal.training.locks import lock_holder
 
     holders = set()
 

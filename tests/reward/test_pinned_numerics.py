@@ -86,7 +86,7 @@ def test_importing_the_package_pins_torch_and_a_late_import_is_refused():
     out = subprocess.run([sys.executable, "-c", probe], env=_clean_env(), capture_output=True, text=True, check=True)
     assert out.stdout.strip() == numerics.PINNED_CAPABILITY
     if _native_capability() != numerics.PINNED_CAPABILITY:
-        late = ("import torch; torch.ones(3).softmax(0); from reappraisal.training import set_cpu_threads; "
+        late = ("import torch; torch.ones(3).softmax(0); from reappraisal.training.settings import set_cpu_threads; "
                 "set_cpu_threads(1)")
         refused = subprocess.run([sys.executable, "-c", late], env=_clean_env(), capture_output=True, text=True)
         assert refused.returncode != 0 and "torch ran before the reappraisal package was imported" in refused.stderr

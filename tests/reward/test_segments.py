@@ -9,7 +9,8 @@ import pytest
 from transformers import TrainerCallback
 
 from reappraisal.reward.train_io import train_reward_model
-from reappraisal.training import lock_holder, read_segments
+from reappraisal.training.locks import lock_holder
+from reappraisal.training.segments import read_segments
 
 from .conftest import tiny_train_config, toy_examples
 

@@ -10,7 +10,9 @@ from transformers import TrainerCallback
 
 from reappraisal.errors import PipelineInputError
 from reappraisal.reward.train_io import masked_mse, train_reward_model
-from reappraisal.training import last_complete_checkpoint, lock_holder, read_segments
+from reappraisal.training.checkpoints import last_complete_checkpoint
+from reappraisal.training.locks import lock_holder
+from reappraisal.training.segments import read_segments
 
 from .conftest import tiny_train_config, toy_examples
 

@@ -43,7 +43,7 @@ from ..evaluation.systems import opponents
 from ..input_tables import read_table
 from ..json_values import json_ready
 from ..params import parse_params
-from ..training import set_cpu_threads
+from ..training.settings import set_cpu_threads
 from .attempts import attempt_record, describe, is_recorded, pool_id, spent_by
 from .confirmation import confirmation_result
 from .generation_io import read_preregistration

@@ -27,7 +27,7 @@ from ..errors import ConfigError, PipelineInputError
 from ..config import sections_with_defaults
 from ..params import parse_params
 from ..input_tables import read_table
-from ..training import set_cpu_threads
+from ..training.settings import set_cpu_threads
 from .backends import judge_fingerprint, make_backend
 from .cache import ReplyCache
 from .calibration import decide, judge_calibration

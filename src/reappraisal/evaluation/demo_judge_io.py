@@ -31,18 +31,9 @@ from ..errors import PipelineInputError
 from ..config import sections_with_defaults
 from ..params import parse_params
 from ..input_tables import read_table
-from ..training import (
-    checkpointing_args,
-    finished_model,
-    fingerprint,
-    model_dtype,
-    open_work_dir,
-    remove_stale_temporaries,
-    run_training,
-    set_cpu_threads,
-    use_bf16,
-    work_dir_beside,
-)
+from ..training.run import finished_model, run_training
+from ..training.settings import checkpointing_args, model_dtype, set_cpu_threads, use_bf16
+from ..training.work_dir import fingerprint, open_work_dir, remove_stale_temporaries, work_dir_beside
 from .human_pairs import human_pairs
 from .judge_spec import JudgeSpec, load_judge
 

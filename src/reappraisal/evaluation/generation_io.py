@@ -21,7 +21,7 @@ from ..atomic import write_parquet
 from ..errors import PipelineInputError
 from ..params import parse_params
 from ..input_tables import read_table
-from ..training import set_cpu_threads
+from ..training.settings import set_cpu_threads
 from ..policy.answer import extract_answer
 from ..policy.arms import resolve_model_dir
 from ..policy.committee import FormatGate

@@ -27,7 +27,7 @@ from ..errors import PipelineInputError
 from ..params import parse_params
 from ..config import sections_with_defaults
 from ..input_tables import read_table
-from ..training import set_cpu_threads
+from ..training.settings import set_cpu_threads
 from ..stats import pair_orders, score_contests
 from .backends import judge_fingerprint, make_backend
 from .cache import ReplyCache

@@ -17,7 +17,7 @@ from .truth_io import _oracle_source, check_truth_allowed, draws_for
 def cli_main(argv: Sequence[str] | None = None) -> int:
     """``draw-truth``: one generated system's truth draws."""
     from ..policy.arms import resolve_model_dir
-    from ..training import set_cpu_threads
+    from ..training.settings import set_cpu_threads
 
     ap = argparse.ArgumentParser(prog="reappraisal draw-truth", description=__doc__.splitlines()[0])
     for name in ("system", "model", "vignettes", "params", "out"):

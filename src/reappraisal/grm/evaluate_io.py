@@ -34,7 +34,7 @@ from reappraisal.json_values import json_ready
 from reappraisal.config import with_defaults
 from reappraisal.errors import PipelineInputError
 from reappraisal.input_tables import read_table
-from reappraisal.training import set_cpu_threads
+from reappraisal.training.settings import set_cpu_threads
 from reappraisal.stats import (
     agreement_by_margin,
     first_slot_bias,

@@ -35,20 +35,15 @@ from reappraisal.config import check_kl_beta, with_defaults
 from reappraisal.errors import DataValidationError, PipelineInputError
 from reappraisal.params import parse_params
 from reappraisal.input_tables import read_table
-from reappraisal.training import (
-    RunResult,
-    WorkDir,
-    checkpointing_args,
-    export_model,
+from reappraisal.training.run import export_model, finished_outputs, run_training, RunResult
+from reappraisal.training.segments import total_seconds
+from reappraisal.training.settings import checkpointing_args, model_dtype, set_cpu_threads, use_bf16
+from reappraisal.training.work_dir import (
     fingerprint,
-    model_dtype,
     open_work_dir,
     remove_stale_temporaries,
-    run_training,
-    set_cpu_threads,
-    total_seconds,
-    use_bf16,
     work_dir_beside,
+    WorkDir,
 )
 
 from .pairs import both_orders, check_pairs, select_pairs
@@ -164,8 +159,7 @@ def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *
     trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
                          callbacks=list(callbacks))
     result = run_training(trainer, work, where="grm SFT")
-    export_model(trainer, result, out_dir)
-    tokenizer.save_pretrained(str(out_dir))
+    export_model(trainer, result, out_dir, tokenizer=tokenizer)
     return result
 
 
@@ -207,8 +201,7 @@ def run_grpo(sft_dir: Path, items: pd.DataFrame, scenarios: Mapping[str, str], *
         processing_class=tokenizer, callbacks=list(callbacks),
     )
     result = run_training(trainer, work, where="grm GRPO")
-    export_model(trainer, result, out_dir)
-    tokenizer.save_pretrained(str(out_dir))
+    export_model(trainer, result, out_dir, tokenizer=tokenizer)
     return result
 
 
@@ -275,7 +268,7 @@ def train_grm(
                               **sft.record(), seconds=round(time.monotonic() - t0, 2))
         segments = [{"stage": "sft", **s} for s in sft.segments]
         t0 = time.monotonic()
-        with atomic_dir(out_dir) as final_tmp, atomic_dir(sft_out_dir) as sft_tmp:
+        with finished_outputs(work, out_dir, sft_out_dir) as (final_tmp, sft_tmp):
             shutil.copytree(sft_model, sft_tmp, dirs_exist_ok=True)
             if int(cfg["grpo"]["max_steps"]) > 0:
                 grpo = run_grpo(sft_model, rl_items, scenarios, cfg=cfg, seed=seed, out_dir=final_tmp,
@@ -291,7 +284,6 @@ def train_grm(
             summary["segments"] = segments  # both stages' training segments, killed ones included
             summary["train_seconds"] = total_seconds(segments)
             (final_tmp / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
-        shutil.rmtree(work.path, ignore_errors=True)
     return summary
 
 

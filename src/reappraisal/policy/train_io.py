@@ -30,24 +30,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import shutil
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from reappraisal.config import check_kl_beta, with_defaults
 from reappraisal.errors import ConfigError, PipelineInputError
-from reappraisal.training import (
-    checkpointing_args,
-    export_model,
-    fingerprint,
-    model_dtype,
-    open_work_dir,
-    remove_stale_temporaries,
-    run_training,
-    set_cpu_threads,
-    use_bf16,
-)
+from reappraisal.training.run import finished_model, run_training
+from reappraisal.training.settings import checkpointing_args, model_dtype, set_cpu_threads, use_bf16
+from reappraisal.training.work_dir import fingerprint, open_work_dir, remove_stale_temporaries
 
 from .arms import ArmInstance, ArmSpec, arm_instance
 from .committee import FormatGate
@@ -222,35 +212,28 @@ def train_policy(
             print(f"resuming {instance.name} from {work.resume}", flush=True)
         result = run_training(trainer, work, where=f"policy arm {instance.name}")
 
-        final_tmp = work.path / "final"
-        export_model(trainer, result, final_tmp)  # every process calls it (DeepSpeed gathers); the main one writes
-        state.wait_for_everyone()
         health: dict[str, Any] = {}
-        if state.is_main_process:
-            tokenizer.save_pretrained(str(final_tmp))
-            log_rows = training_log_rows(result.log_history)
-            health = health_verdict(log_rows, HealthThresholds.from_config(policy["health"]))
-            health.update(
-                arm=instance.name, arm_name=arm.name, policy_seed=instance.seed, training_seed=seed,
-                reward=arm.reward, trained_here=True, weights=vars(arm.weights).copy() if arm.weights else None,
-                format_gate={"max_sentences": reward.gate.max_sentences, "penalty": reward.gate.penalty},
-                base_model=str(model_dir), global_step=result.global_step,
-                # every training segment, killed ones too; train_seconds is their total; resumed_from (the
-                # last segment's) stays the checkpoint's path, as before
-                **{**result.record(), "resumed_from": str(work.resume) if work.resume else None},
-                grpo={k: settings[k] for k in ("learning_rate", "beta", "num_generations", "max_steps",
-                                                "max_completion_length", "per_device_train_batch_size", "bf16")},
-                num_processes=state.num_processes,
-            )
-            model_out = out_dir / "model"
-            if model_out.exists():
-                shutil.rmtree(model_out)
-            model_out.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(final_tmp, model_out)
-            with atomic_path(out_dir / "training_log.csv", suffix=".csv") as tmp:
-                pd.DataFrame(log_rows).to_csv(tmp, index=False)
-            write_json(health, out_dir / "health.json")
-            shutil.rmtree(work.path, ignore_errors=True)
+        # every process exports (DeepSpeed gathers); the main one writes the records, then the model goes in place
+        with finished_model(trainer, result, work, out_dir / "model", tokenizer=tokenizer,
+                            wait_for_everyone=state.wait_for_everyone) as model_tmp:
+            if model_tmp is not None:
+                log_rows = training_log_rows(result.log_history)
+                health = health_verdict(log_rows, HealthThresholds.from_config(policy["health"]))
+                health.update(
+                    arm=instance.name, arm_name=arm.name, policy_seed=instance.seed, training_seed=seed,
+                    reward=arm.reward, trained_here=True, weights=vars(arm.weights).copy() if arm.weights else None,
+                    format_gate={"max_sentences": reward.gate.max_sentences, "penalty": reward.gate.penalty},
+                    base_model=str(model_dir), global_step=result.global_step,
+                    # every training segment, killed ones too; train_seconds is their total; resumed_from (the
+                    # last segment's) stays the checkpoint's path, as before
+                    **{**result.record(), "resumed_from": str(work.resume) if work.resume else None},
+                    grpo={k: settings[k] for k in ("learning_rate", "beta", "num_generations", "max_steps",
+                                                    "max_completion_length", "per_device_train_batch_size", "bf16")},
+                    num_processes=state.num_processes,
+                )
+                with atomic_path(out_dir / "training_log.csv", suffix=".csv") as tmp:
+                    pd.DataFrame(log_rows).to_csv(tmp, index=False)
+                write_json(health, out_dir / "health.json")
     state.wait_for_everyone()
     return health
 

@@ -24,14 +24,11 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from reappraisal.errors import PipelineInputError
-from reappraisal.training import (
-    lock_work_dir,
-    pad_right,
-    remove_stale_temporaries,
-    segment_record,
-    set_cpu_threads,
-    work_dir_beside,
-)
+from reappraisal.training.batches import pad_right
+from reappraisal.training.locks import lock_work_dir
+from reappraisal.training.segments import segment_record
+from reappraisal.training.settings import set_cpu_threads
+from reappraisal.training.work_dir import remove_stale_temporaries, work_dir_beside
 
 from .committee import FormatGate
 from .prompts import build_messages

@@ -42,17 +42,9 @@ from reappraisal.config import with_defaults
 from reappraisal.errors import ConfigError, DataValidationError, PipelineInputError
 from reappraisal.input_tables import read_table
 from reappraisal.params import parse_params
-from reappraisal.training import (
-    checkpointing_args,
-    finished_model,
-    fingerprint,
-    open_work_dir,
-    remove_stale_temporaries,
-    run_training,
-    set_cpu_threads,
-    use_bf16,
-    work_dir_beside,
-)
+from reappraisal.training.run import finished_model, run_training
+from reappraisal.training.settings import checkpointing_args, set_cpu_threads, use_bf16
+from reappraisal.training.work_dir import fingerprint, open_work_dir, remove_stale_temporaries, work_dir_beside
 
 from ..table_contracts import RATED_PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS
 from .dataset import Examples, examples_for_split, pairs_for_split

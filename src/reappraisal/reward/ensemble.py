@@ -32,7 +32,7 @@ from typing import Sequence
 import numpy as np
 
 from reappraisal.errors import PipelineInputError
-from reappraisal.training import pad_right
+from reappraisal.training.batches import pad_right
 
 from .penalty import PENALTIES, ensemble_score
 from .prompts import encode_prompts, format_prompts, resolve_pad_token_id

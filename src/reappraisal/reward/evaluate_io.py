@@ -38,7 +38,7 @@ from reappraisal.config import with_defaults
 from reappraisal.params import parse_params
 from reappraisal.errors import PipelineInputError
 from reappraisal.input_tables import read_table
-from reappraisal.training import set_cpu_threads
+from reappraisal.training.settings import set_cpu_threads
 
 from ..table_contracts import RATED_PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS
 from .dataset import examples_for_split, pairs_for_split

@@ -36,17 +36,10 @@ from reappraisal.config import with_defaults
 from reappraisal.errors import ConfigError, PipelineInputError
 from reappraisal.params import parse_params
 from reappraisal.input_tables import read_table
-from reappraisal.training import (
-    checkpointing_args,
-    finished_model,
-    open_work_dir,
-    pad_right,
-    remove_stale_temporaries,
-    run_training,
-    set_cpu_threads,
-    use_bf16,
-    work_dir_beside,
-)
+from reappraisal.training.batches import pad_right
+from reappraisal.training.run import finished_model, run_training
+from reappraisal.training.settings import checkpointing_args, set_cpu_threads, use_bf16
+from reappraisal.training.work_dir import open_work_dir, remove_stale_temporaries, work_dir_beside
 
 from ..table_contracts import RATED_PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS
 from .dataset import Examples, examples_for_split, pairs_for_split

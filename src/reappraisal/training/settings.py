@@ -1,0 +1,69 @@
+"""A trainer's settings: the precision rule, CPU threads and the checkpointing arguments every trainer shares."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+
+def bf16_capable() -> bool:
+    """Whether this machine has a CUDA GPU that supports bf16."""
+    import torch
+
+    return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+
+
+def use_bf16(setting: str | bool, *, where: str, capable: bool | None = None) -> bool:
+    """The precision rule of every trainer: bf16 mixed precision or float32.
+
+    ``setting``: ``"auto"`` (bf16 where the GPU supports it, never on CPU),
+    ``True``/``"bf16"`` (bf16; a ConfigError naming ``where`` when the machine
+    cannot) or ``False``/``"fp32"``. ``capable`` overrides the detection (to
+    lay out settings for another machine, e.g. a cluster preset).
+    """
+    capable = bf16_capable() if capable is None else bool(capable)
+    if setting == "auto":
+        return capable
+    if setting is True or setting == "bf16":
+        if not capable:
+            raise ConfigError("bf16 requested but this machine has no bf16-capable GPU", where=where)
+        return True
+    if setting is False or setting == "fp32":
+        return False
+    raise ConfigError(f"{setting!r} is not a precision (auto, bf16/true or fp32/false)", where=where)
+
+
+def model_dtype(bf16: bool) -> str:
+    """The dtype name models are loaded in for the precision :func:`use_bf16` chose."""
+    return "bfloat16" if bf16 else "float32"
+
+
+def set_cpu_threads(n: int | None, *, use_cpu: bool | None = None) -> None:
+    """Torch intra-op threads for a CPU run (``None`` or a GPU run keeps torch's default).
+
+    ``use_cpu=None``: the run is on CPU when no GPU is visible. On a shared
+    2-core machine two jobs each using torch's default (every core) compete
+    for the cores, which slows tiny models far more than one thread each.
+    """
+    from ..numerics import check_pinned
+
+    check_pinned()
+    if not n:
+        return
+    import torch
+
+    if use_cpu is None:
+        use_cpu = not torch.cuda.is_available()
+    if use_cpu:
+        torch.set_num_threads(int(n))
+
+
+def checkpointing_args(output_dir: str | Path, *, seed: int, save_steps: int, save_total_limit: int, bf16: bool,
+                       use_cpu: bool, activation_checkpointing: bool) -> dict[str, Any]:
+    """The ``TrainingArguments`` every trainer here shares: checkpoints every ``save_steps`` into its work
+    folder (what :func:`run_training` resumes from), precision, device, seed, no external loggers."""
+    return dict(output_dir=str(output_dir), save_strategy="steps", save_steps=int(save_steps),
+                save_total_limit=int(save_total_limit), report_to="none", seed=int(seed), bf16=bool(bf16),
+                use_cpu=bool(use_cpu), activation_checkpointing=bool(activation_checkpointing))
