@@ -59,7 +59,8 @@ def main(argv=None) -> int:
     import torch
 
     from reappraisal.config import load_config
-    from reappraisal.evaluation.generation_io import build_messages, load_generator, render_prompts
+    from reappraisal.evaluation.generation import load_generator, render_prompts
+    from reappraisal.policy.prompts import build_messages
     from reappraisal.input_tables import read_table
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -46,14 +46,14 @@ SCHEMAS = [REPO / "workflow" / "schemas" / "config.schema.yaml", REPO / "workflo
 #: section, or whose literal is not a default; each with the reason.
 NOT_CONFIG_FALLBACKS = {
     ("config.py", "preset"): "the preset is chosen before the schema can be applied (the raw config.yaml)",
-    ("grm/evaluate_io.py", "sft"): "reads the GRM's training summary JSON, not config",
-    ("grm/evaluate_io.py", "grpo"): "reads the GRM's training summary JSON, not config",
+    ("grm/training_summary.py", "sft"): "reads the GRM's training summary JSON, not config",
+    ("grm/training_summary.py", "grpo"): "reads the GRM's training summary JSON, not config",
     ("workflow_dvc.py", "files"): "reads workflow/dvc_stages.yaml, not config",
     ("policy/arms.py", "w_rm"): "an arm's missing weight is 0 by definition; an external arm may carry none, so the schema cannot fill it",
     ("policy/arms.py", "w_grm"): "an arm's missing weight is 0 by definition; an external arm may carry none, so the schema cannot fill it",
     ("data/sources.py", "delimiter"): "the delimiter follows the file's format (a tab for tsv), which the schema cannot express",
     ("evaluation/judging_io.py", "opponents"): "null means the headline opponent: the value of another setting",
-    ("training.py", "max_steps"): "reads a checkpoint's trainer state, not config",
+    ("training/run.py", "max_steps"): "reads a checkpoint's trainer state, not config",
 }
 
 

@@ -28,7 +28,7 @@ DATA_RULE_SECTIONS = {"normalize", "split", "leakage"}
 #: Top-level config keys that are not a stage's section.
 GLOBAL_KEYS = {"preset", "seed", "presets"}
 #: Subpackages of the core layer (tests/test_import_layers.py), not stages.
-CORE_PACKAGES = {"stats", "provenance"}
+CORE_PACKAGES = {"stats", "provenance", "training"}
 
 
 def _stage_folders(stage: str) -> tuple[str, ...]:
@@ -114,3 +114,33 @@ def test_command_modules_end_in_io_and_pair_with_their_concept():
         if path.stem.endswith("_io"):
             io_modules.add(module)
     assert registered == defines_cli == io_modules
+
+
+def _command_imports(package: Path = PACKAGE) -> list[str]:
+    """``command -> imported command`` for every import (top level or inside a function) between two ``*_io``
+    modules of the package, relative imports resolved."""
+    from tests.test_import_layers import imports_of
+
+    found = []
+    for path in sorted(package.rglob("*_io.py")):
+        for line, target in imports_of(path, package):
+            if target.startswith("reappraisal.") and target.rsplit(".", 1)[-1].endswith("_io"):
+                found.append(f"{path.relative_to(package)}:{line} imports {target}")
+    return found
+
+
+def test_commands_are_leaves():
+    """No command imports another: what two commands share lives in a module that is not a command (the
+    shared answer generation, the pre-registration's files, the base-model manifest ...), so a command's
+    module can change without touching another stage's."""
+    assert _command_imports() == []
+
+
+def test_the_leaf_rule_sees_relative_and_late_imports(tmp_path):
+    """The rule's walk finds a relative import inside a function, the way commands used to reach each other."""
+    package = tmp_path / "reappraisal"
+    (package / "evaluation").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "evaluation" / "__init__.py").write_text("")
+    (package / "evaluation" / "truth_io.py").write_text("def cli_main():\n    from .generation_io import run\n")
+    assert _command_imports(package) == ["evaluation/truth_io.py:2 imports reappraisal.evaluation.generation_io"]

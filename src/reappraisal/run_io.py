@@ -42,8 +42,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from .errors import PipelineInputError
-from .provenance.dvc_state import is_dvc_repository, stages_with_changed_sources
-from .provenance.record_io import record
+from .provenance.dvc_state import is_dvc_repository, record, stages_with_changed_sources
 
 RUN_LOCK = Path(".snakemake") / "reappraisal-run.lock"
 #: Snakemake options after which nothing was built, so nothing is recorded.

@@ -11,7 +11,8 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
 
 from reappraisal.errors import ConfigError, PipelineInputError
-from reappraisal.base_models.prepare_io import ROLES, check_model_location, prepare_base_models, read_manifest, tokenizer_corpus
+from reappraisal.base_models.manifest import check_model_location, read_manifest
+from reappraisal.base_models.prepare_io import ROLES, prepare_base_models, tokenizer_corpus
 from reappraisal.base_models.tiny import TinyArchitecture, save_tiny_model, train_tokenizer
 
 from tests.reward.toy import make_toy_tables

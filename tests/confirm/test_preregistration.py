@@ -12,7 +12,7 @@ import yaml
 
 from reappraisal.confirm import confirmation_io, generation_io
 from reappraisal.confirm.preregistration import build_preregistration, check_unchanged, select
-from reappraisal.confirm.preregistration_io import checkpoint_hashes
+from reappraisal.confirm.registered_files import checkpoint_hashes
 from reappraisal.errors import PipelineInputError
 from reappraisal.file_hashes import file_digests
 

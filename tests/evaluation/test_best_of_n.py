@@ -63,7 +63,7 @@ def test_generate_best_of_n_keeps_the_scorer_argmax_of_n_real_samples(tiny_polic
     the gate refuses every answer and the first sample is kept; the demo test checks the argmax among real,
     gate-passed answers scored by the real ensemble.)"""
     from reappraisal.evaluation.best_of_n import BestOfN
-    from reappraisal.evaluation.best_of_n_io import generate_best_of_n
+    from reappraisal.evaluation.best_of_n_answers import generate_best_of_n
     from tests.policy.fakes import make_vignettes
 
     from .helpers import demo_params

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from reappraisal.evaluation.generation_io import generate_answers
+from reappraisal.evaluation.answers import generate_answers
 from reappraisal.evaluation.generation import Decoding, generate_hf, load_generator, render_prompts
 from reappraisal.policy.prompts import build_messages
 from tests.policy.fakes import build_tiny_policy, make_vignettes

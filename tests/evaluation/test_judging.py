@@ -10,7 +10,7 @@ from reappraisal.data.quoting import QUOTE_CHARS
 from reappraisal.errors import PipelineInputError
 from reappraisal.evaluation.backends import OpenAIBackend
 from reappraisal.evaluation.cache import ReplyCache, cache_key
-from reappraisal.evaluation.judging_io import contests_table
+from reappraisal.evaluation.judging import contests_table
 from reappraisal.evaluation.judging import (UnparseableVerdicts, check_parseable, consensus,
                                              judge_contests)
 from reappraisal.stats import position_consistency

@@ -8,7 +8,8 @@ import pytest
 from reappraisal.data.demo_gold import RatingModel, panel_votes
 from reappraisal.errors import ConfigError
 from reappraisal.evaluation.truth import PanelModel, best_of_truth, contest_score, max_of_k_weights, pair_truth
-from reappraisal.evaluation.truth_io import check_truth_allowed, panel_model
+from reappraisal.evaluation.truth_draws import check_truth_allowed
+from reappraisal.evaluation.truth_io import panel_model
 
 DEMO_PANEL = panel_model({"evaluation": {"headline_judge": "demo-panel"}})
 

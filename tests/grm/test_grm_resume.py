@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from transformers import TrainerCallback
 
-from reappraisal.grm.train_io import SUMMARY_FILE, train_grm
+from reappraisal.grm.train_io import train_grm
+from reappraisal.grm.training_summary import SUMMARY_FILE
 from reappraisal.training.locks import lock_holder
 from reappraisal.training.segments import read_segments
 

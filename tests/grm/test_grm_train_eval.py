@@ -15,7 +15,7 @@ import torch
 
 from reappraisal.cli import main as cli
 from reappraisal.grm.scorer import GRMScorer, median_references
-from reappraisal.grm.train_io import SUMMARY_FILE
+from reappraisal.grm.training_summary import SUMMARY_FILE
 
 from .conftest import BAD, DATA_CFG, GOOD, SCENARIOS, tiny_cfg
 

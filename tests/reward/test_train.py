@@ -45,7 +45,7 @@ def test_each_seed_logs_its_loss_and_moves_every_parameter(trained_seeds, tiny_b
 
     from transformers import AutoModelForSequenceClassification
 
-    from reappraisal.reward.train_io import load_base
+    from reappraisal.reward.base_model import load_base
 
     for d, s in zip(*trained_seeds):
         _, start = load_base(str(tiny_base), len(s["dimensions"]), s["effective_seed"])

@@ -189,7 +189,7 @@ def check_demo_only_parts():
                                  data_source=config["data"]["source"])
         check_gold_scorer(config["policy"]["gold_scorer"], preset=config["preset"], data_source=config["data"]["source"])
         if ev["truth"]["enabled"]:
-            from reappraisal.evaluation.truth_io import check_truth_allowed
+            from reappraisal.evaluation.truth_draws import check_truth_allowed
 
             check_truth_allowed(config)
     except ConfigError as exc:
@@ -275,7 +275,7 @@ def get_candidate_checkpoints():
 
 def get_candidate_checkpoint_inputs(wildcards=None):
     """The workflow outputs behind every candidate's folders (those the pre-registration hashes)."""
-    from reappraisal.confirm.preregistration_io import checkpoint_folders
+    from reappraisal.confirm.registered_files import checkpoint_folders
 
     return sorted({p for entry in get_candidate_checkpoints().values() for folder in checkpoint_folders(entry)
                    for p in _local_model_input(folder)})

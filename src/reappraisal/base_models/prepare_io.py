@@ -22,61 +22,24 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import logging
-import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from reappraisal.atomic import atomic_dir, write_json
-from reappraisal.params import parse_params
 from reappraisal.config import with_defaults
 from reappraisal.errors import ConfigError, DataValidationError, PipelineInputError
 from reappraisal.file_hashes import sha256_file
 from reappraisal.input_tables import read_table
+from reappraisal.params import parse_params
 
+from .manifest import check_model_location, looks_like_hub_id
 from .prompts import template_texts
 from .tiny import CHAT_TEMPLATE, TinyArchitecture, build_causal_lm, train_tokenizer
 
 log = logging.getLogger("reappraisal.base_models.prepare_io")
 
 ROLES = ("reward", "grm", "policy", "judge")
-
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
-
-
-def looks_like_hub_id(location: str) -> bool:
-    """``org/name`` with no leading ``/``, ``.`` or ``~`` (a path that exists wins over this)."""
-    return bool(_HUB_ID.match(location)) and not Path(location).exists()
-
-
-def check_model_location(location: str | Path, *, where: str) -> str:
-    """Return ``location`` if it is an existing directory or a hub id; PipelineInputError otherwise."""
-    text = str(location)
-    if not text:
-        raise PipelineInputError("empty model location", where=where)
-    p = Path(text).expanduser()
-    if p.exists():
-        if not p.is_dir() or not (p / "config.json").is_file():
-            raise PipelineInputError(f"{text} is not a saved model directory (no config.json)", where=where)
-        return str(p)
-    if looks_like_hub_id(text):
-        return text
-    raise PipelineInputError(f"model path {text} does not exist", where=where)
-
-
-def read_manifest(path: str | Path) -> dict:
-    """Read ``MANIFEST.json`` written by :func:`prepare_base_models`."""
-    p = Path(path)
-    try:
-        manifest = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise PipelineInputError("base-model manifest not found; run prepare_base_models", where=str(p)) from None
-    except ValueError:
-        raise PipelineInputError("base-model manifest is not valid JSON", where=str(p)) from None
-    if not isinstance(manifest.get("roles"), dict):
-        raise PipelineInputError("base-model manifest has no 'roles'", where=str(p))
-    return manifest
 
 
 def tokenizer_corpus(targets, vignettes) -> list[str]:

@@ -36,8 +36,8 @@ from ..evaluation.cache import ReplyCache
 from ..evaluation.confirmation_pool import CONFIRMATION_POOL, split_pools
 from ..evaluation.draw import draw_contests
 from ..evaluation.judge_spec import load_judge
-from ..evaluation.judging import check_parseable, judge_contests
-from ..evaluation.judging_io import check_calibrated, contests_table
+from ..evaluation.calibration import check_calibrated
+from ..evaluation.judging import check_parseable, contests_table, judge_contests
 from ..evaluation.opponents import answer_pools
 from ..evaluation.systems import opponents
 from ..input_tables import read_table
@@ -46,9 +46,8 @@ from ..params import parse_params
 from ..training.settings import set_cpu_threads
 from .attempts import attempt_record, describe, is_recorded, pool_id, spent_by
 from .confirmation import confirmation_result
-from .generation_io import read_preregistration
 from .preregistration import check_unchanged
-from .preregistration_io import checkpoint_folders, checkpoint_hashes
+from .registered_files import checkpoint_folders, checkpoint_hashes, read_preregistration
 
 
 def read_attempts(path: Path) -> list[dict]:

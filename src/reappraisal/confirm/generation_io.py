@@ -18,36 +18,20 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import pandas as pd
-import yaml
 
 from ..atomic import write_parquet
 from ..config import sections_with_defaults
 from ..errors import PipelineInputError
-from ..evaluation.best_of_n_io import Scorers, generate_best_of_n
+from ..evaluation.best_of_n_answers import Scorers, generate_best_of_n
 from ..evaluation.confirmation_pool import CONFIRMATION_POOL
-from ..evaluation.generation_io import generate_answers
+from ..evaluation.answers import generate_answers
 from ..evaluation.systems import best_of_n_systems
-from ..file_hashes import file_digests
 from ..input_tables import read_table
 from ..params import parse_params
 from ..policy.arms import resolve_model_dir
 from .preregistration import check_unchanged
-from .preregistration_io import checkpoint_folders, checkpoint_hashes
+from .registered_files import checkpoint_folders, checkpoint_hashes, read_preregistration
 from ..table_contracts import CONFIRMATION_GENERATION_COLUMNS
-
-
-def read_preregistration(path: str | Path) -> tuple[dict, str]:
-    """(document, sha256 of the file's bytes)."""
-    path = Path(path)
-    if not path.is_file():
-        raise PipelineInputError("the pre-registration is missing: run the preregister rule first", where=str(path))
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise PipelineInputError(f"not valid YAML ({type(exc).__name__})", where=str(path)) from None
-    if not isinstance(document, dict) or "selected_system" not in document:
-        raise PipelineInputError("not a pre-registration (no selected_system)", where=str(path))
-    return document, file_digests(path)[0]
 
 
 def generate_confirmation(document: Mapping, document_sha256: str, checkpoints: Mapping, vignettes: pd.DataFrame,

@@ -25,33 +25,11 @@ from ..config import sections_with_defaults
 from ..errors import PipelineInputError
 from ..evaluation.confirmation_pool import check_pool_sizes
 from ..evaluation.systems import best_of_n_systems, evaluated_arms, evaluated_instances
-from ..file_hashes import file_digests
 from ..input_tables import read_table
 from ..json_values import json_ready
 from ..params import parse_params
 from .preregistration import build_preregistration, select
-
-
-def checkpoint_folders(entry: Mapping) -> list[str]:
-    """The folders of one candidate's ``--checkpoints`` entry: its policy, and a best-of-N scorer's models."""
-    folders = [entry["policy"], *entry.get("rm", []), entry.get("bradley_terry"), entry.get("grm")]
-    return [str(f) for f in folders if f]
-
-
-def checkpoint_hashes(dirs: Sequence[str | Path]) -> dict[str, str]:
-    """sha256 of every file under each folder (or of the file itself), by path; Snakemake's markers
-    (``.snakemake_timestamp``) are not the model's files and are left out."""
-    out = {}
-    for d in dirs:
-        d = Path(d)
-        if d.is_file():
-            out[d.as_posix()] = file_digests(d)[0]
-            continue
-        if not d.is_dir():
-            raise PipelineInputError("checkpoint folder is missing", where=str(d))
-        for f in sorted(p for p in d.rglob("*") if p.is_file() and not p.name.startswith(".snakemake")):
-            out[f.as_posix()] = file_digests(f)[0]
-    return out
+from .registered_files import checkpoint_folders, checkpoint_hashes
 
 
 def system_record(params: Mapping, name: str) -> dict:

@@ -22,6 +22,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from ..stats import agreement_by_margin, first_slot_bias, human_agreement, position_consistency
+from ..errors import PipelineInputError
 
 AGREEMENT_WAYS = {"strict": "agreement_strict", "half": "agreement_half", "dropped": "agreement_dropped"}
 
@@ -73,3 +74,14 @@ def decide(numbers: Mapping[str, Mapping], *, selected: Sequence[str], min_agree
         "accepted_weak": bool(failed) and bool(accept_weak),
         "ok": not failed or bool(accept_weak),
     }
+
+
+def check_calibrated(judges: Sequence[str], calibration: dict) -> None:
+    """Every held-out judge of the evaluation was calibrated and passed (or was knowingly accepted)."""
+    verdicts = calibration.get("decision", {}).get("verdicts", {})
+    for name in judges:
+        if name not in verdicts:
+            raise PipelineInputError(f"judge {name!r} was not calibrated; add it to evaluation.calibration.candidates",
+                                     where="config evaluation.judges")
+        if not verdicts[name]["passed"] and not calibration["decision"]["accepted_weak"]:
+            raise PipelineInputError(f"judge {name!r} did not pass calibration", where="config evaluation.judges")

@@ -15,90 +15,11 @@ import argparse
 from pathlib import Path
 from typing import Sequence
 
-import pandas as pd
-
 from ..atomic import write_parquet
-from ..errors import PipelineInputError
-from ..params import parse_params
 from ..input_tables import read_table
-from ..training.settings import set_cpu_threads
-from ..policy.answer import extract_answer
+from ..params import parse_params
 from ..policy.arms import resolve_model_dir
-from ..policy.committee import FormatGate
-from ..policy.prompts import build_messages
-from .generation import Decoding, generate_hf, generate_vllm, load_generator, render_prompts
-from .seeds import derived_seed
-from .confirmation_pool import split_pools
-from .systems import system_pools
-from ..table_contracts import GENERATION_COLUMNS
-
-
-def requests_for(vignettes: pd.DataFrame, pools: Sequence[str], per_pool: dict) -> pd.DataFrame:
-    """One row per answer to generate: vignette_id, pool, scenario, sample."""
-    rows = []
-    for v in vignettes[vignettes["pool"].isin(list(pools))].sort_values("vignette_id").itertuples(index=False):
-        for k in range(int(per_pool[v.pool])):
-            rows.append({"vignette_id": str(v.vignette_id), "pool": str(v.pool), "scenario": str(v.text), "sample": k})
-    return pd.DataFrame(rows, columns=["vignette_id", "pool", "scenario", "sample"])
-
-
-def answers_table(requests: pd.DataFrame, completions, *, system: str, run: int, seed: int,
-                  gate: FormatGate) -> pd.DataFrame:
-    """The generations table from requests and their completions (pure)."""
-    rows = []
-    for r, c in zip(requests.itertuples(index=False), completions):
-        answer = extract_answer(c.text)
-        check = gate.check(answer)
-        rows.append({
-            "run": run, "arm": system, "vignette_id": r.vignette_id, "pool": r.pool, "sample": r.sample, "seed": seed,
-            "answer_id": f"{system}|run{run}|{r.vignette_id}|{r.sample}", "raw_text": c.text, "answer": answer,
-            "finish_reason": c.finish_reason, "prompt_tokens": c.prompt_tokens,
-            "completion_tokens": c.completion_tokens, "empty": check.reason == "empty",
-            "too_long": check.reason == "too_long", "truncated": c.finish_reason == "length",
-        })
-    return pd.DataFrame(rows, columns=GENERATION_COLUMNS)
-
-
-def sample_completions(model_dir: str, scenarios, params: dict, *, seed: int, desc: str) -> list:
-    """The policy's completions of its own prompt for each scenario text, with the evaluation's decoding."""
-    gen = params["evaluation"]["generation"]
-    decoding = Decoding.from_mapping(gen)
-    conversations = [build_messages(s) for s in scenarios]
-    if gen["backend"] == "vllm":
-        return generate_vllm(model_dir, conversations, decoding, seed=seed, engine_kwargs=gen.get("vllm"))
-    from tqdm.auto import tqdm
-
-    model, tokenizer = load_generator(model_dir)
-    set_cpu_threads(gen.get("cpu_threads"), use_cpu=model.device.type == "cpu")
-    prompts = render_prompts(tokenizer, conversations)
-    with tqdm(total=len(prompts), desc=desc, unit="answer", mininterval=2.0) as bar:
-        return generate_hf(model, tokenizer, prompts, decoding, batch_size=int(gen["batch_size"]), seed=seed,
-                           progress=bar.update)
-
-
-def format_gate(params: dict) -> FormatGate:
-    return FormatGate(max_sentences=int(params["policy"]["format_gate"]["max_sentences"]))
-
-
-def generate_answers(system: str, run: int, model_dir: str, vignettes: pd.DataFrame, params: dict,
-                     pools: Sequence[str] | None = None) -> pd.DataFrame:
-    """One system's answers for one run on its pools (or ``pools``); ``vignettes`` as the data contract has them
-    (the confirmation scenarios are split off here, :mod:`.confirmation_pool`)."""
-    ev = params["evaluation"]
-    vignettes = split_pools(vignettes, ev, int(params["seed"]))
-    requests = requests_for(vignettes, pools or system_pools(params, system), ev["answers_per_scenario"])
-    seed = derived_seed(params["seed"], "generate", system, run)
-    completions = sample_completions(model_dir, requests["scenario"], params, seed=seed,
-                                     desc=f"generate {system} run {run}")
-    return answers_table(requests, completions, system=system, run=run, seed=seed, gate=format_gate(params))
-
-
-def runs_and_outputs(runs: Sequence[str], outs: Sequence[str]) -> list[tuple[int, str]]:
-    """(run, output) pairs of a command given ``--run`` and ``--out`` once per run, in the same order."""
-    if len(runs) != len(outs):
-        raise PipelineInputError(f"{len(runs)} run(s) but {len(outs)} output(s): give one --out per --run",
-                                 where="--out")
-    return [(int(r), o) for r, o in zip(runs, outs)]
+from .answers import generate_answers, runs_and_outputs
 
 
 def cli_main(argv: Sequence[str] | None = None) -> int:

@@ -29,7 +29,8 @@ from ..data.quoting import quote
 from .backends import CallFailure
 from .cache import ReplyCache, cache_key
 from .judge_spec import JudgeSpec
-from ..table_contracts import JUDGMENT_COLUMNS
+from ..stats import pair_orders, score_contests
+from ..table_contracts import CONTEST_COLUMNS, CONTEST_KEYS, JUDGMENT_COLUMNS
 
 ORDERS = ("AB", "BA")
 
@@ -151,3 +152,29 @@ def consensus(judgments: pd.DataFrame, judges: Sequence[str], name: str = "conse
         raw = "; ".join(f"{j}={v}" for j, v in zip(group["judge"], group["verdict"]))
         rows.append({**dict(zip(keys, key)), "judge": name, "judge_kind": "consensus", "verdict": verdict, "raw": raw})
     return pd.DataFrame(rows, columns=JUDGMENT_COLUMNS)
+
+
+def word_count(text: str) -> int:
+    """Length of an answer in words (whitespace-separated), as the length-bias tables count it."""
+    return len(str(text).split())
+
+
+def contests_table(judgments: pd.DataFrame, contests: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Both orders of every (judge, contest) combined: verdicts side by side, score and error flag.
+
+    With the drawn ``contests`` (their texts), each row also carries both
+    answers' lengths in words (``model_words``, ``opponent_words``).
+    """
+    keys = [*CONTEST_KEYS]
+    pairs = pair_orders(judgments)
+    scores = score_contests(judgments)
+    extra = judgments.drop_duplicates(keys)[[*keys, "judge_kind", "pool"]]
+    table = pairs.merge(scores, on=keys).merge(extra, on=keys)
+    if contests is not None:
+        lengths = pd.DataFrame({"contest_id": contests["contest_id"],
+                                "model_words": contests["model_answer"].map(word_count).astype("int64"),
+                                "opponent_words": contests["opponent_answer"].map(word_count).astype("int64")})
+        table = table.merge(lengths.drop_duplicates("contest_id"), on="contest_id", how="left")
+    else:
+        table["model_words"] = table["opponent_words"] = pd.NA
+    return table[CONTEST_COLUMNS].sort_values(["judge", "model", "opponent", "contest_id"], ignore_index=True)

@@ -28,18 +28,18 @@ from ..params import parse_params
 from ..config import sections_with_defaults
 from ..input_tables import read_table
 from ..training.settings import set_cpu_threads
-from ..stats import pair_orders, score_contests
 from .backends import judge_fingerprint, make_backend
+from .calibration import check_calibrated
 from .cache import ReplyCache
 from .confirmation_pool import split_pools
 from .draw import draw_contests
 from .judge_spec import load_judge
-from .judging import check_parseable, consensus, judge_contests
+from .judging import check_parseable, consensus, contests_table, judge_contests
 from .opponents import answer_pools
 from .panel import check_panel_allowed
 from .reward_path import ensemble_judgments, grm_judgments
 from .systems import evaluated_arms, opponents, systems
-from ..table_contracts import CONTEST_COLUMNS, CONTEST_KEYS, JUDGMENT_COLUMNS
+from ..table_contracts import JUDGMENT_COLUMNS
 
 
 def _answers_by_scenario(generations: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -70,43 +70,6 @@ def run_contests(run: int, generations: dict[str, pd.DataFrame], targets: pd.Dat
         raise PipelineInputError("no contests to judge: no arm meets any opponent on any scenario",
                                  where="config evaluation.opponents")
     return contests
-
-
-def word_count(text: str) -> int:
-    """Length of an answer in words (whitespace-separated), as the length-bias tables count it."""
-    return len(str(text).split())
-
-
-def contests_table(judgments: pd.DataFrame, contests: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Both orders of every (judge, contest) combined: verdicts side by side, score and error flag.
-
-    With the drawn ``contests`` (their texts), each row also carries both
-    answers' lengths in words (``model_words``, ``opponent_words``).
-    """
-    keys = [*CONTEST_KEYS]
-    pairs = pair_orders(judgments)
-    scores = score_contests(judgments)
-    extra = judgments.drop_duplicates(keys)[[*keys, "judge_kind", "pool"]]
-    table = pairs.merge(scores, on=keys).merge(extra, on=keys)
-    if contests is not None:
-        lengths = pd.DataFrame({"contest_id": contests["contest_id"],
-                                "model_words": contests["model_answer"].map(word_count).astype("int64"),
-                                "opponent_words": contests["opponent_answer"].map(word_count).astype("int64")})
-        table = table.merge(lengths.drop_duplicates("contest_id"), on="contest_id", how="left")
-    else:
-        table["model_words"] = table["opponent_words"] = pd.NA
-    return table[CONTEST_COLUMNS].sort_values(["judge", "model", "opponent", "contest_id"], ignore_index=True)
-
-
-def check_calibrated(judges: Sequence[str], calibration: dict) -> None:
-    """Every held-out judge of the evaluation was calibrated and passed (or was knowingly accepted)."""
-    verdicts = calibration.get("decision", {}).get("verdicts", {})
-    for name in judges:
-        if name not in verdicts:
-            raise PipelineInputError(f"judge {name!r} was not calibrated; add it to evaluation.calibration.candidates",
-                                     where="config evaluation.judges")
-        if not verdicts[name]["passed"] and not calibration["decision"]["accepted_weak"]:
-            raise PipelineInputError(f"judge {name!r} did not pass calibration", where="config evaluation.judges")
 
 
 def judge_run(run: int, contests: pd.DataFrame, scenarios: dict[str, str], params: dict, *, cache_dir: Path,

@@ -4,7 +4,7 @@ Writes ``results/evaluation/ood_disjointness.json`` when the gate passes
 (:mod:`.ood_gate`); otherwise writes the report beside it as
 ``ood_disjointness_failed.json`` (never the declared output) and stops with
 a message naming the offending pairs (the leakage check's command shape,
-:func:`reappraisal.data.leakage_io.publish_gate_report`).
+:func:`reappraisal.data.gate_command.publish_gate_report`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from ..data.leakage_io import gate_arguments, publish_gate_report
+from ..data.gate_command import gate_arguments, publish_gate_report
 from .ood_gate import ood_disjointness
 
 

@@ -11,7 +11,7 @@ from ..config import sections_with_defaults
 from ..input_tables import read_table
 from ..params import parse_params
 from .systems import opponents
-from .truth_io import _oracle_source, check_truth_allowed, draws_for
+from .truth_draws import check_truth_allowed, draws_for, oracle_source
 
 
 def cli_main(argv: Sequence[str] | None = None) -> int:
@@ -27,7 +27,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     check_truth_allowed(params)
     set_cpu_threads(params["evaluation"]["generation"].get("cpu_threads"), use_cpu=True)
     model_dir = resolve_model_dir(args.model) if Path(args.model).is_dir() else args.model
-    oracle = args.system == _oracle_source(opponents(params))
+    oracle = args.system == oracle_source(opponents(params))
     table = draws_for(args.system, model_dir, read_table(args.vignettes), params, oracle=oracle)
     write_parquet(table, args.out)
     print(f"draw_truth {args.system}: {len(table)} draws, mean gold {table['gold'].mean():+.3f} -> {args.out}")

@@ -4,7 +4,7 @@
 and every ``model`` opponent, e.g. the base policy): ``evaluation.truth.
 answers_per_scenario`` fresh answers per scenario of every pool (train, the
 OOD selection pool and the confirmation pool), sampled with the evaluation's
-decoding, prompt and answer extraction (:func:`.generation_io.generate_answers`)
+decoding, prompt and answer extraction (:func:`.answers.generate_answers`)
 under a seed of their own, each with its gold quality (the demo world's
 reading, :mod:`reappraisal.data.demo_gold`). The base policy also draws
 ``evaluation.truth.oracle.draws_per_scenario`` on the training scenarios for
@@ -43,22 +43,11 @@ from .judge_spec import load_judge
 from .opponents import answer_pools
 from .systems import best_of_n_systems, evaluated_instances, opponents, pooled_systems
 from .truth import PanelModel, Truth, best_of_truth, max_of_k_weights, pair_truth
+from .truth_draws import check_truth_allowed, oracle_source
 
-DRAW_COLUMNS = ["system", "vignette_id", "pool", "sample", "answer", "passed", "gold"]
 TRUTH_COLUMNS = ["system", "opponent", "pool", "kind", "truth", "truth_se", "n_scenarios", "draws_per_scenario"]
 WORLD_COLUMNS = ["group", "vignette_id", "n", "q10", "q25", "q50", "q75", "q90", "mean"]
 ORACLE = "oracle:base-policy:gold"
-TRUTH_POOLS = ("train", "ood", "confirm")
-TRUTH_RUN = 0  # the evaluation's runs are 1, 2, 3...: the truth's draws have a seed of their own
-
-
-def check_truth_allowed(params: Mapping) -> None:
-    """The truth needs the world: refused unless the data are the demo generator's (bundled), one line."""
-    from ..data.demo_gold import require_demo_data
-
-    require_demo_data("the truth stage (evaluation.truth)", preset=str(params.get("preset")),
-                      data_source=params["data"]["source"],
-                      fix="has no known truth: set evaluation.truth.enabled false", where="config evaluation.truth")
 
 
 def panel_model(params: Mapping) -> PanelModel:
@@ -72,25 +61,6 @@ def panel_model(params: Mapping) -> PanelModel:
                           f"backend {spec.backend!r}", where="config evaluation.headline_judge")
     model = RatingModel.for_dimension(spec.panel["dimension"], spec.panel["study"])
     return PanelModel.from_rating_model(spec.panel["raters"], model.multiplier, model.loading, model.reading_sd)
-
-
-def draws_for(system: str, model_dir: str, vignettes: pd.DataFrame, params: dict, *, oracle: bool) -> pd.DataFrame:
-    """One system's truth draws with their gold (see module doc)."""
-    from ..data.demo_gold import gold_qualities
-    from .generation_io import generate_answers
-
-    truth = params["evaluation"]["truth"]
-    per_pool = {p: int(truth["answers_per_scenario"]) for p in TRUTH_POOLS}
-    if oracle:
-        per_pool["train"] = max(per_pool["train"], int(truth["oracle"]["draws_per_scenario"]))
-    drawn = dict(params, evaluation=dict(params["evaluation"], answers_per_scenario=per_pool))
-    table = generate_answers(system, TRUTH_RUN, model_dir, vignettes, drawn, pools=TRUTH_POOLS)
-    scenario = vignettes.set_index(vignettes["vignette_id"].astype(str))["text"]
-    golds = gold_qualities(table["answer"].tolist(), [scenario[str(v)] for v in table["vignette_id"]])
-    passed = ~(table["empty"] | table["too_long"])
-    return pd.DataFrame({"system": system, "vignette_id": table["vignette_id"].astype(str), "pool": table["pool"],
-                         "sample": table["sample"], "answer": table["answer"], "passed": passed.to_numpy(),
-                         "gold": golds}, columns=DRAW_COLUMNS)
 
 
 def _by_scenario(frame: pd.DataFrame, pool: str, column: str = "gold", limit: int | None = None) -> dict:
@@ -198,7 +168,7 @@ def compute_truths(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vig
                 pooled.append({"system": pooled_name, "opponent": opp, "pool": pool, "kind": "pooled",
                                "truth": g["truth"].mean(), "truth_se": float(np.sqrt((g["truth_se"] ** 2).sum())) / len(g),
                                "n_scenarios": int(g["n_scenarios"].iloc[0]), "draws_per_scenario": per})
-    base = _oracle_source(opps)
+    base = oracle_source(opps)
     if base is not None:
         k = int(ev["truth"]["oracle"]["candidates"])
         golds = _by_scenario(draws[base], "train")
@@ -213,11 +183,6 @@ def compute_truths(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vig
                 pooled.append(_row(ORACLE, opp.name, "train", "oracle",
                                    best_of_truth(golds, theirs, panel, k=k), len(next(iter(golds.values())))))
     return pd.concat([table, pd.DataFrame(pooled, columns=TRUTH_COLUMNS)], ignore_index=True)
-
-
-def _oracle_source(opps) -> str | None:
-    """The base policy: the first `model` opponent (the warm start on the demo)."""
-    return next((o.name for o in opps.values() if o.kind == "model"), None)
 
 
 def _answer_golds(frame: pd.DataFrame, vignettes: pd.DataFrame, vignette_id) -> list[float]:
@@ -249,7 +214,7 @@ def world_table(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vignet
                                        "gold": gold_qualities(texts, [scenario[v] for v in vids])}))
     for name, frame in draws.items():
         add(name, frame[frame["pool"] == "train"])
-    base = _oracle_source(opponents(params))
+    base = oracle_source(opponents(params))
     if base is not None:
         k = int(params["evaluation"]["truth"]["oracle"]["candidates"])
         rng = np.random.default_rng(0)

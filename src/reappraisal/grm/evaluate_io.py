@@ -29,12 +29,11 @@ import numpy as np
 import pandas as pd
 
 from reappraisal.atomic import write_json, write_parquet
-from reappraisal.params import parse_params
-from reappraisal.json_values import json_ready
 from reappraisal.config import with_defaults
 from reappraisal.errors import PipelineInputError
 from reappraisal.input_tables import read_table
-from reappraisal.training.settings import set_cpu_threads
+from reappraisal.json_values import json_ready
+from reappraisal.params import parse_params
 from reappraisal.stats import (
     agreement_by_margin,
     first_slot_bias,
@@ -42,10 +41,12 @@ from reappraisal.stats import (
     pairwise_accuracy,
     position_consistency,
 )
+from reappraisal.training.settings import set_cpu_threads
 
-from .pairwise import PairwiseModel
 from .pairs import both_orders, select_pairs
-from .train_io import SUMMARY_FILE, scenario_texts
+from .pairwise import PairwiseModel
+from .prompts import scenario_texts
+from .training_summary import SUMMARY_FILE, training_health
 from .verdict import ERROR, verdict_counts
 
 CHANCE = 0.5
@@ -147,22 +148,6 @@ def statement(metrics: Mapping[str, Any], judge_name: str) -> str:
     if metrics["error_rate"] > 0:
         text += f" {metrics['verdict_counts'][ERROR]} of {metrics['n_judgments']} verdicts were unparseable."
     return text
-
-
-def training_health(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """A compact view of ``training_summary.json``: SFT loss, GRPO reward / KL / unparseable per step."""
-    sft_log = [r for r in summary.get("sft", {}).get("log", []) if "loss" in r]
-    grpo_log = [r for r in summary.get("grpo", {}).get("log", []) if "reward" in r]
-    keys = ("reward", "reward_std", "kl", "entropy", "grm/unparseable", "completions/clipped_ratio",
-            "frac_reward_zero_std")
-    return {
-        "sft_source": summary.get("sft", {}).get("source"),
-        "sft_rows": summary.get("sft", {}).get("n_rows"),
-        "sft_loss_first": sft_log[0]["loss"] if sft_log else None,
-        "sft_loss_last": sft_log[-1]["loss"] if sft_log else None,
-        "grpo_steps": [{"step": r.get("step"), **{k: r.get(k) for k in keys}} for r in grpo_log],
-        "seconds": summary.get("seconds"),
-    }
 
 
 def evaluate_grm(

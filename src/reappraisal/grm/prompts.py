@@ -16,9 +16,12 @@ the reasoning is plain text. :func:`completion_style` tells which.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Sequence
+
+import pandas as pd
 
 from reappraisal.base_models.prompts import GRM_SYSTEM_PROMPT, GRM_USER_TEMPLATE
+from reappraisal.errors import DataValidationError
 
 #: The model card's system prompt and user turn (see :mod:`reappraisal.base_models.prompts`).
 SYSTEM_PROMPT, USER_TEMPLATE = GRM_SYSTEM_PROMPT, GRM_USER_TEMPLATE
@@ -89,3 +92,16 @@ def answer_prefix(style: CompletionStyle) -> str:
     if style == "plain":
         return ANSWER_MARKER
     raise ValueError(f"unknown completion style {style!r}")
+
+
+# ---------------------------------------------------------------------- scenarios
+def scenario_texts(vignettes: pd.DataFrame, needed: Sequence[str], where: str = "vignettes") -> dict[str, str]:
+    """vignette_id -> scenario text; every id in ``needed`` must be present."""
+    missing_cols = [c for c in ("vignette_id", "text") if c not in vignettes.columns]
+    if missing_cols:
+        raise DataValidationError(f"missing column(s) {missing_cols}", where=where)
+    texts = dict(zip(vignettes["vignette_id"].astype(str), vignettes["text"].astype(str)))
+    missing = sorted(set(map(str, needed)) - set(texts))
+    if missing:
+        raise DataValidationError(f"no text for scenario(s) {missing[:5]}", where=where)
+    return texts

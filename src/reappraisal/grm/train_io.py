@@ -33,40 +33,27 @@ import pandas as pd
 from reappraisal.atomic import atomic_dir
 from reappraisal.config import check_kl_beta, with_defaults
 from reappraisal.errors import DataValidationError, PipelineInputError
-from reappraisal.params import parse_params
 from reappraisal.input_tables import read_table
-from reappraisal.training.run import export_model, finished_outputs, run_training, RunResult
+from reappraisal.params import parse_params
+from reappraisal.training.run import RunResult, export_model, finished_outputs, run_training
 from reappraisal.training.segments import total_seconds
 from reappraisal.training.settings import checkpointing_args, model_dtype, set_cpu_threads, use_bf16
 from reappraisal.training.work_dir import (
+    WorkDir,
     fingerprint,
     open_work_dir,
     remove_stale_temporaries,
     work_dir_beside,
-    WorkDir,
 )
 
 from .pairs import both_orders, check_pairs, select_pairs
-from .prompts import completion_style, format_completion, judge_prompt
+from .prompts import completion_style, format_completion, judge_prompt, scenario_texts
 from .reward import trl_verdict_reward
 from .traces import teacher_traces, templated_traces
-
-SUMMARY_FILE = "training_summary.json"
+from .training_summary import SUMMARY_FILE
 
 
 # --------------------------------------------------------------------------- data
-def scenario_texts(vignettes: pd.DataFrame, needed: Sequence[str], where: str = "vignettes") -> dict[str, str]:
-    """vignette_id -> scenario text; every id in ``needed`` must be present."""
-    missing_cols = [c for c in ("vignette_id", "text") if c not in vignettes.columns]
-    if missing_cols:
-        raise DataValidationError(f"missing column(s) {missing_cols}", where=where)
-    texts = dict(zip(vignettes["vignette_id"].astype(str), vignettes["text"].astype(str)))
-    missing = sorted(set(map(str, needed)) - set(texts))
-    if missing:
-        raise DataValidationError(f"no text for scenario(s) {missing[:5]}", where=where)
-    return texts
-
-
 def check_train_only(pairs: pd.DataFrame, targets: pd.DataFrame) -> None:
     """Every reappraisal of ``pairs`` must be a train-split reappraisal in ``targets``."""
     for col in ("reappraisal_id", "split"):

@@ -16,6 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..errors import PipelineInputError
+
 #: Record of one stage: {"deps": {path: hash|None}, "params": {key: value}, "outs": {path: hash|None}}.
 StageRecord = dict[str, dict[str, Any]]
 
@@ -113,3 +115,29 @@ def stages_with_changed_sources(root: str | Path) -> list[str]:
 def _under_any(path: str, outputs: set[str]) -> bool:
     p = Path(path)
     return any(str(q) in outputs for q in (p, *p.parents))
+
+
+def record(root: str | Path = ".") -> tuple[list[str], list[str]]:
+    """Commit every stage whose outputs all exist; return (recorded, skipped) stage names.
+
+    What ``dvc commit --force --no-relink`` does per stage (``save``: hash
+    dependencies, config values and outputs; ``commit``: copy the outputs into
+    the cache), with ``dvc.lock`` written once for all stages instead of once
+    per stage (each write parses the whole lock again: seconds per stage).
+    """
+    if not is_dvc_repository(root):
+        raise PipelineInputError("not a DVC repository (no .dvc/ or dvc.yaml): nothing to record", where=str(root))
+    recorded, skipped = [], []
+    with open_repo(root) as repo, repo.lock:
+        by_file: dict = {}
+        for stage in repo.index.stages:
+            if stage.outs and all(out.exists for out in stage.outs):
+                stage.save()
+                stage.commit(relink=False)
+                by_file.setdefault(stage.dvcfile.path, (stage.dvcfile, []))[1].append(stage)
+                recorded.append(stage.addressing)
+            else:
+                skipped.append(stage.addressing)
+        for dvcfile, stages in by_file.values():
+            dvcfile.dump_stages(stages, update_pipeline=False)
+    return recorded, skipped

@@ -196,16 +196,23 @@ PROXY_SERIES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+def _gold_panels(logs: Mapping[str, pd.DataFrame], *, max_columns: int, row_height: float):
+    """The arms whose training log carries gold, and a grid with one panel for each (at most ``max_columns``
+    a row)."""
+    arms = [a for a, log in logs.items() if "gold" in log.columns and log["gold"].notna().any()]
+    if not arms:
+        raise ValueError("no training log carries a gold column")
+    ncols = min(max_columns, len(arms))
+    nrows = math.ceil(len(arms) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(10.5, row_height * nrows), squeeze=False)
+    return arms, fig, axes
+
+
 def gold_proxy_curves(logs: Mapping[str, pd.DataFrame], *, name: str, title: str) -> str:
     """Gao et al.'s picture, one panel per arm: the gold scorer's mean quality of the completions and each proxy
     the arm is optimised against, per optimizer step (faint: each step; solid: running mean over about an eighth
     of the run), with √KL to the reference at the last step under the axis."""
-    arms = [a for a, log in logs.items() if "gold" in log.columns and log["gold"].notna().any()]
-    if not arms:
-        raise ValueError("no training log carries a gold column")
-    ncols = min(3, len(arms))
-    nrows = math.ceil(len(arms) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(10.5, 2.7 * nrows), squeeze=False)
+    arms, fig, axes = _gold_panels(logs, max_columns=3, row_height=2.7)
     legend: dict[str, object] = {}
     series = (("gold", "gold: expected quality (z)", "#b8860b", "left"),
               *((col, label, PALETTE[i], axis) for i, (col, label, axis) in enumerate(PROXY_SERIES)))
@@ -248,12 +255,7 @@ def gold_proxy_curves(logs: Mapping[str, pd.DataFrame], *, name: str, title: str
 def gold_proxy_against_kl(logs: Mapping[str, pd.DataFrame], *, name: str, title: str) -> str:
     """Gao et al.'s axes, one panel per arm: gold and the proxy reward (running means over about an eighth of the
     run) against √KL to the reference (its running mean); an arm without KL (β = 0) is drawn against the step."""
-    arms = [a for a, log in logs.items() if "gold" in log.columns and log["gold"].notna().any()]
-    if not arms:
-        raise ValueError("no training log carries a gold column")
-    ncols = min(4, len(arms))
-    nrows = math.ceil(len(arms) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(10.5, 2.5 * nrows), squeeze=False)
+    arms, fig, axes = _gold_panels(logs, max_columns=4, row_height=2.5)
     handles = {}
     for ax, arm in zip(axes.flat, arms):
         log = logs[arm].apply(pd.to_numeric, errors="coerce")

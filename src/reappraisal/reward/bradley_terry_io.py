@@ -27,7 +27,6 @@ when complete (written to a temporary folder and renamed).
 
 from __future__ import annotations
 
-import argparse
 import logging
 import time
 from dataclasses import asdict, dataclass, fields
@@ -40,16 +39,13 @@ import pandas as pd
 from reappraisal.atomic import write_json
 from reappraisal.config import with_defaults
 from reappraisal.errors import ConfigError, DataValidationError, PipelineInputError
-from reappraisal.input_tables import read_table
-from reappraisal.params import parse_params
 from reappraisal.training.run import finished_model, run_training
 from reappraisal.training.settings import checkpointing_args, set_cpu_threads, use_bf16
 from reappraisal.training.work_dir import fingerprint, open_work_dir, remove_stale_temporaries, work_dir_beside
 
-from ..table_contracts import RATED_PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS
 from .dataset import Examples, examples_for_split, pairs_for_split
-from .dataset import rated_dimensions
 from .prompts import encode_prompts, format_prompts
+from .trainer_command import trainer_inputs
 
 log = logging.getLogger("reappraisal.reward.bradley_terry_io")
 
@@ -189,7 +185,7 @@ def validation_figures(model_dir: str | Path, *, val: Examples, val_pairs: pd.Da
 
 def load_bt_base(base: str, seed: int):
     """Tokenizer and a one-output sequence-classification head on the base model (head init from ``seed``)."""
-    from .train_io import load_base
+    from .base_model import load_base
 
     tokenizer, model = load_base(base, 1, seed)
     model.config.problem_type = None  # a Bradley-Terry score, not a regression target
@@ -298,38 +294,16 @@ def train_bradley_terry(
 
 def cli_main(argv: Sequence[str] | None = None) -> int:
     """``reappraisal train-bradley-terry``: the Bradley–Terry reward model, from the processed tables to a model folder."""
-    from reappraisal.base_models.prepare_io import read_manifest
-
-    p = argparse.ArgumentParser(prog="reappraisal train-bradley-terry", description=cli_main.__doc__)
-    p.add_argument("--base-model", required=True, help="hub id or local path (config base_models.reward_base)")
-    p.add_argument("--base-manifest", default=None, help="results/base_models/MANIFEST.json, cross-checked")
-    p.add_argument("--targets", required=True)
-    p.add_argument("--vignettes", required=True)
-    p.add_argument("--pairs", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--params", default=None)
-    a = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    params = parse_params(a.params)
-    dims, primary = rated_dimensions(params)
-    cfg = BradleyTerryConfig.from_section(params.get("reward"))
-    base = a.base_model
-    if a.base_manifest:
-        entry = read_manifest(a.base_manifest)["roles"].get("reward") or {}
-        if Path(str(entry.get("location"))) != Path(base) and entry.get("location") != base:
-            raise PipelineInputError(
-                f"the manifest's reward base {entry.get('location')!r} is not --base-model {base!r}; "
-                "rerun prepare_base_models", where=str(a.base_manifest))
-    targets = read_table(a.targets, TARGET_COLUMNS)
-    vignettes = read_table(a.vignettes, VIGNETTE_COLUMNS)
-    pairs = read_table(a.pairs, RATED_PAIR_COLUMNS)
-    seed = int(params["seed"])
-    train_pairs = preference_pairs(pairs, targets, vignettes, primary_dimension=primary, min_gap=cfg.min_gap,
+    inputs = trainer_inputs("reappraisal train-bradley-terry", cli_main.__doc__, argv)
+    a, targets, vignettes, pairs = inputs.args, inputs.targets, inputs.vignettes, inputs.pairs
+    cfg = BradleyTerryConfig.from_section(inputs.params.get("reward"))
+    seed = int(inputs.params["seed"])
+    train_pairs = preference_pairs(pairs, targets, vignettes, primary_dimension=inputs.primary, min_gap=cfg.min_gap,
                                    max_pairs=cfg.max_pairs, seed=seed, where=a.pairs)
-    val = examples_for_split(targets, vignettes, "val", dims, where=a.targets)
+    val = examples_for_split(targets, vignettes, "val", inputs.dimensions, where=a.targets)
     summary = train_bradley_terry(
-        base=base, train_pairs=train_pairs, val=val, val_pairs=pairs_for_split(pairs, "val"), seed=seed,
-        out_dir=a.out, cfg=cfg, primary_dimension=primary,
+        base=a.base_model, train_pairs=train_pairs, val=val, val_pairs=pairs_for_split(pairs, "val"), seed=seed,
+        out_dir=a.out, cfg=cfg, primary_dimension=inputs.primary,
         n_split_pairs=int((pairs["split"] == "train").sum()),
     )
     acc = (summary["validation"].get("pairwise") or {}).get("accuracy")

@@ -37,14 +37,13 @@ from reappraisal.atomic import write_json
 from reappraisal.config import with_defaults
 from reappraisal.params import parse_params
 from reappraisal.errors import PipelineInputError
-from reappraisal.input_tables import read_table
 from reappraisal.training.settings import set_cpu_threads
 
-from ..table_contracts import RATED_PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS
 from .dataset import examples_for_split, pairs_for_split
 from .dataset import rated_dimensions
 from .metrics import accuracy_on_pairs, best_of_n, paired_best_of_n_difference, seed_disagreement, spearman_with_humans
 from .penalty import describe_penalty, ensemble_score
+from .trainer_command import add_table_arguments, read_rated_tables
 
 log = logging.getLogger("reappraisal.reward.evaluate_io")
 
@@ -205,9 +204,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     """``reappraisal evaluate-reward-models``: held-out pairwise accuracy and diagnostics of the ensemble."""
     p = argparse.ArgumentParser(prog="reappraisal evaluate-reward-models", description=cli_main.__doc__)
     p.add_argument("--models", nargs="+", required=True, help="one directory per seed")
-    p.add_argument("--targets", required=True)
-    p.add_argument("--vignettes", required=True)
-    p.add_argument("--pairs", required=True)
+    add_table_arguments(p)
     p.add_argument("--bradley-terry", default=None, help="the Bradley-Terry model's folder (evaluated beside the ensemble)")
     p.add_argument("--out", required=True)
     p.add_argument("--params", default=None)
@@ -218,11 +215,12 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     rm = with_defaults("reward", params.get("reward"))  # the schema's defaults, validated
     ens, ev = rm["ensemble"], rm["evaluation"]
     set_cpu_threads(rm["cpu_threads"])
+    targets, vignettes, pairs = read_rated_tables(a.targets, a.vignettes, a.pairs)
     out = evaluate_reward_models(
         a.models,
-        targets=read_table(a.targets, TARGET_COLUMNS),
-        vignettes=read_table(a.vignettes, VIGNETTE_COLUMNS),
-        pairs=read_table(a.pairs, RATED_PAIR_COLUMNS),
+        targets=targets,
+        vignettes=vignettes,
+        pairs=pairs,
         dimensions=dims,
         primary_dimension=primary,
         penalty=ens["penalty"],

@@ -22,7 +22,6 @@ removed afterwards.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import time
 from dataclasses import asdict, dataclass, fields
@@ -33,18 +32,16 @@ import numpy as np
 
 from reappraisal.atomic import write_json
 from reappraisal.config import with_defaults
-from reappraisal.errors import ConfigError, PipelineInputError
-from reappraisal.params import parse_params
-from reappraisal.input_tables import read_table
+from reappraisal.errors import ConfigError
 from reappraisal.training.batches import pad_right
 from reappraisal.training.run import finished_model, run_training
 from reappraisal.training.settings import checkpointing_args, set_cpu_threads, use_bf16
 from reappraisal.training.work_dir import open_work_dir, remove_stale_temporaries, work_dir_beside
 
-from ..table_contracts import RATED_PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS
+from .base_model import load_base
 from .dataset import Examples, examples_for_split, pairs_for_split
-from .dataset import rated_dimensions
-from .prompts import encode_prompts, format_prompts, resolve_pad_token_id
+from .prompts import encode_prompts, format_prompts
+from .trainer_command import trainer_inputs
 
 log = logging.getLogger("reappraisal.reward.train_io")
 
@@ -94,36 +91,6 @@ def masked_mse(logits, labels):
         return (logits * 0.0).sum()  # keeps the graph; contributes nothing
     diff = (logits - torch.nan_to_num(labels)) * mask
     return (diff**2).sum() / mask.sum()
-
-
-def load_base(base: str, n_labels: int, seed: int):
-    """Tokenizer and a regression head on the base model (head init depends on ``seed``)."""
-    import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer, set_seed
-
-    from reappraisal.base_models.prepare_io import check_model_location
-
-    location = check_model_location(base, where="reward-model base")
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(location)
-    except (OSError, ValueError) as exc:
-        raise PipelineInputError(f"cannot load a tokenizer ({exc.__class__.__name__}: {exc})", where=location) from None
-    if tokenizer.pad_token_id is None:
-        if tokenizer.eos_token is None:
-            raise PipelineInputError(
-                "the tokenizer has neither a pad token nor an EOS token; batching needs one", where=location
-            )
-        log.warning("tokenizer has no pad token: padding with its EOS token %r", tokenizer.eos_token)
-        tokenizer.pad_token = tokenizer.eos_token
-    set_seed(seed)
-    try:
-        model = AutoModelForSequenceClassification.from_pretrained(
-            location, num_labels=n_labels, problem_type="regression", dtype=torch.float32
-        )
-    except OSError as exc:
-        raise PipelineInputError(f"cannot load the base model ({exc.__class__.__name__}: {exc})", where=location) from None
-    model.config.pad_token_id = resolve_pad_token_id(tokenizer, None)
-    return tokenizer, model
 
 
 def _torch_dataset(ids: list[list[int]], targets: np.ndarray):
@@ -307,49 +274,19 @@ def train_reward_model(
 
 def cli_main(argv: Sequence[str] | None = None) -> int:
     """``reappraisal train-reward-model``: one seed, from the processed tables to a model directory."""
-    from reappraisal.base_models.prepare_io import read_manifest
-
-    p = argparse.ArgumentParser(prog="reappraisal train-reward-model", description=cli_main.__doc__)
-    p.add_argument("--base-model", required=True, help="hub id or local path (config base_models.reward_base)")
-    p.add_argument("--base-manifest", default=None, help="results/base_models/MANIFEST.json, cross-checked")
-    p.add_argument("--targets", required=True)
-    p.add_argument("--vignettes", required=True)
-    p.add_argument("--pairs", required=True)
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--params", default=None)
-    a = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    params = parse_params(a.params)
+    inputs = trainer_inputs("reappraisal train-reward-model", cli_main.__doc__, argv,
+                            more=lambda p: p.add_argument("--seed", type=int, required=True))
+    a, params, dims = inputs.args, inputs.params, inputs.dimensions
     section = params.get("reward") or {}
     seeds = section.get("seeds")
     if seeds is not None and a.seed not in seeds:
         raise ConfigError(f"seed {a.seed} is not among reward.seeds {seeds}", where="--seed")
-    dims, primary = rated_dimensions(params)
-    base = a.base_model
-    if a.base_manifest:
-        entry = read_manifest(a.base_manifest)["roles"].get("reward") or {}
-        if Path(str(entry.get("location"))) != Path(base) and entry.get("location") != base:
-            raise PipelineInputError(
-                f"the manifest's reward base {entry.get('location')!r} is not --base-model {base!r}; "
-                "rerun prepare_base_models",
-                where=str(a.base_manifest),
-            )
-    targets = read_table(a.targets, TARGET_COLUMNS)
-    vignettes = read_table(a.vignettes, VIGNETTE_COLUMNS)
-    pairs = read_table(a.pairs, RATED_PAIR_COLUMNS)
-    train = examples_for_split(targets, vignettes, "train", dims, where=a.targets)
-    val = examples_for_split(targets, vignettes, "val", dims, where=a.targets)
+    train = examples_for_split(inputs.targets, inputs.vignettes, "train", dims, where=a.targets)
+    val = examples_for_split(inputs.targets, inputs.vignettes, "val", dims, where=a.targets)
     summary = train_reward_model(
-        base=base,
-        train=train,
-        val=val,
-        val_pairs=pairs_for_split(pairs, "val"),
-        seed=a.seed,
-        global_seed=int(params["seed"]),
-        out_dir=a.out,
-        cfg=RewardTrainConfig.from_section(section),
-        primary_dimension=primary,
+        base=a.base_model, train=train, val=val, val_pairs=pairs_for_split(inputs.pairs, "val"), seed=a.seed,
+        global_seed=int(params["seed"]), out_dir=a.out, cfg=RewardTrainConfig.from_section(section),
+        primary_dimension=inputs.primary,
     )
     acc = (summary["validation"].get("pairwise") or {}).get("accuracy")
     print(f"seed {a.seed}: val pairwise accuracy {acc}, {summary['train_seconds']}s")

@@ -1,0 +1,48 @@
+"""The truth's draws (demo only).
+
+A system's fresh answers on every pool with their gold, under a seed of
+their own, and the base policy's extra draws for the gold oracle.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import pandas as pd
+
+DRAW_COLUMNS = ["system", "vignette_id", "pool", "sample", "answer", "passed", "gold"]
+TRUTH_POOLS = ("train", "ood", "confirm")
+TRUTH_RUN = 0  # the evaluation's runs are 1, 2, 3...: the truth's draws have a seed of their own
+
+
+def check_truth_allowed(params: Mapping) -> None:
+    """The truth needs the world: refused unless the data are the demo generator's (bundled), one line."""
+    from ..data.demo_gold import require_demo_data
+
+    require_demo_data("the truth stage (evaluation.truth)", preset=str(params.get("preset")),
+                      data_source=params["data"]["source"],
+                      fix="has no known truth: set evaluation.truth.enabled false", where="config evaluation.truth")
+
+
+def draws_for(system: str, model_dir: str, vignettes: pd.DataFrame, params: dict, *, oracle: bool) -> pd.DataFrame:
+    """One system's truth draws with their gold (see module doc)."""
+    from ..data.demo_gold import gold_qualities
+    from .answers import generate_answers
+
+    truth = params["evaluation"]["truth"]
+    per_pool = {p: int(truth["answers_per_scenario"]) for p in TRUTH_POOLS}
+    if oracle:
+        per_pool["train"] = max(per_pool["train"], int(truth["oracle"]["draws_per_scenario"]))
+    drawn = dict(params, evaluation=dict(params["evaluation"], answers_per_scenario=per_pool))
+    table = generate_answers(system, TRUTH_RUN, model_dir, vignettes, drawn, pools=TRUTH_POOLS)
+    scenario = vignettes.set_index(vignettes["vignette_id"].astype(str))["text"]
+    golds = gold_qualities(table["answer"].tolist(), [scenario[str(v)] for v in table["vignette_id"]])
+    passed = ~(table["empty"] | table["too_long"])
+    return pd.DataFrame({"system": system, "vignette_id": table["vignette_id"].astype(str), "pool": table["pool"],
+                         "sample": table["sample"], "answer": table["answer"], "passed": passed.to_numpy(),
+                         "gold": golds}, columns=DRAW_COLUMNS)
+
+
+def oracle_source(opps) -> str | None:
+    """The base policy: the first `model` opponent (the warm start on the demo)."""
+    return next((o.name for o in opps.values() if o.kind == "model"), None)

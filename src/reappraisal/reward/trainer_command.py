@@ -1,0 +1,69 @@
+"""What the reward-model commands share: their inputs on the command line and the processed tables they read.
+
+Both trainers (the regression ensemble's seed and the Bradley-Terry model)
+take ``--base-model`` (cross-checked against ``--base-manifest`` when given),
+the three processed tables, ``--out`` and ``--params``; the evaluation
+reads the same three tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+from ..input_tables import read_table
+from ..params import parse_params
+from ..table_contracts import RATED_PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS
+from .dataset import rated_dimensions
+
+
+def add_table_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--targets --vignettes --pairs``: the processed tables every reward-model command reads."""
+    for name in ("targets", "vignettes", "pairs"):
+        parser.add_argument(f"--{name}", required=True)
+
+
+def read_rated_tables(targets: str, vignettes: str, pairs: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The processed targets, vignettes and rated pairs, each checked against its contract."""
+    return (read_table(targets, TARGET_COLUMNS), read_table(vignettes, VIGNETTE_COLUMNS),
+            read_table(pairs, RATED_PAIR_COLUMNS))
+
+
+@dataclass
+class TrainerInputs:
+    """A reward trainer's parsed command line, its settings and its tables."""
+
+    args: argparse.Namespace
+    params: dict[str, Any]
+    dimensions: list[str]
+    primary: str
+    targets: pd.DataFrame
+    vignettes: pd.DataFrame
+    pairs: pd.DataFrame
+
+
+def trainer_inputs(prog: str, description: str, argv: Sequence[str] | None, *,
+                   more: Callable[[argparse.ArgumentParser], None] = lambda parser: None) -> TrainerInputs:
+    """Parse a reward trainer's command line (``more`` adds its own options), check the base model against
+    the manifest and read the tables."""
+    from ..base_models.manifest import check_manifest_base
+
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    p.add_argument("--base-model", required=True, help="hub id or local path (config base_models.reward_base)")
+    p.add_argument("--base-manifest", default=None, help="results/base_models/MANIFEST.json, cross-checked")
+    add_table_arguments(p)
+    more(p)
+    p.add_argument("--out", required=True)
+    p.add_argument("--params", default=None)
+    a = p.parse_args(argv)
+    # the shared plumbing's lines (resuming from <checkpoint> (step N), waiting for a work folder's holder)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    params = parse_params(a.params)
+    dims, primary = rated_dimensions(params)
+    if a.base_manifest:
+        check_manifest_base(a.base_manifest, "reward", a.base_model)
+    return TrainerInputs(a, params, dims, primary, *read_rated_tables(a.targets, a.vignettes, a.pairs))
