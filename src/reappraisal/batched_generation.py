@@ -28,6 +28,7 @@ stop and a run is reproducible; greedy decoding needs no seed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Sequence
 
 
@@ -167,3 +168,23 @@ def generate_token_ids(model, tokenizer, prompts: Sequence[str], *, max_new_toke
         if progress is not None:
             progress(len(idx))
     return [g for g in out if g is not None]
+
+
+def default_device():
+    import torch
+
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def load_causal_lm(model_dir: str | Path, device=None):
+    """``(model, tokenizer)`` from a directory or hub id: float32 on CPU, bfloat16 on GPU, eval mode."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device = torch.device(device) if device is not None else default_device()
+    dtype = torch.float32 if device.type == "cpu" else torch.bfloat16
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    prepare_for_batches(tokenizer)
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype).to(device)
+    model.eval()
+    return model, tokenizer

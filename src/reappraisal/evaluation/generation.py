@@ -57,7 +57,7 @@ def render_prompts(tokenizer, conversations: Sequence[Sequence[Mapping[str, str]
 
 def load_generator(model_dir: str, device=None):
     """``(model, tokenizer)`` ready for batched generation (float32 on CPU, bfloat16 on GPU, left padding)."""
-    from ..grm.pairwise import load_causal_lm
+    from ..batched_generation import load_causal_lm
 
     return load_causal_lm(model_dir, device)
 

@@ -26,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-from reappraisal.batched_generation import generate_token_ids, prepare_for_batches
+from reappraisal.batched_generation import generate_token_ids, load_causal_lm, prepare_for_batches
 
 from .prompts import answer_prefix, completion_style, judge_prompt
 from .verdict import A, B, parse_verdict
@@ -43,26 +43,6 @@ class Verdicts:
     texts: list[str]
     #: P(A) per prompt in logprob mode; 1/0/0.5 (A/B/error) in generate mode.
     p_first: np.ndarray = field(default_factory=lambda: np.zeros(0))
-
-
-def default_device():
-    import torch
-
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def load_causal_lm(model_dir: str | Path, device=None):
-    """``(model, tokenizer)`` from a directory or hub id: float32 on CPU, bfloat16 on GPU, eval mode."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    device = torch.device(device) if device is not None else default_device()
-    dtype = torch.float32 if device.type == "cpu" else torch.bfloat16
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    prepare_for_batches(tokenizer)
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype).to(device)
-    model.eval()
-    return model, tokenizer
 
 
 class PairwiseModel:
