@@ -110,3 +110,24 @@ def test_the_pruning_loop_gives_the_tokens_generate_gives_greedy_and_sampled(pol
     lengths = [len(g.ids) for g in got]
     assert len(set(lengths)) >= 3 and min(lengths) < 24  # rows left their batches at different steps
     assert [g.stopped for g in got] == [bool(r) and r[-1] in model.generation_config.eos_token_id for r in expected]
+
+
+def test_a_repeated_prompt_is_read_once_and_its_rows_keep_their_order():
+    from reappraisal.batched_generation import distinct_prompts
+
+    ids = torch.tensor([[0, 5, 6], [1, 2, 3], [0, 5, 6], [1, 2, 3], [0, 0, 7]])
+    mask = torch.tensor([[0, 1, 1], [1, 1, 1], [0, 1, 1], [1, 1, 1], [0, 0, 1]])
+    distinct, copies = distinct_prompts(ids, mask)
+    assert len(distinct) == 3 and sorted(distinct.tolist()) == [0, 1, 4]  # each prompt's first row
+    assert torch.equal(ids[distinct][copies], ids) and torch.equal(mask[distinct][copies], mask)
+    assert distinct_prompts(ids[[0, 1, 4]], mask[[0, 1, 4]]) == (None, None)  # nothing repeats: the plain path
+
+
+def test_the_fixture_batches_repeat_prompts_so_the_shared_prompt_path_is_compared(policy_with_frequent_stops):
+    from reappraisal.batched_generation import distinct_prompts
+
+    _, tokenizer, prompts = policy_with_frequent_stops
+    encoded = sorted(tokenizer(list(prompts), add_special_tokens=False)["input_ids"], key=lambda e: -len(e))
+    batch = tokenizer.pad({"input_ids": encoded[:8]}, padding=True, return_tensors="pt")
+    distinct, _ = distinct_prompts(batch["input_ids"], batch["attention_mask"])
+    assert distinct is not None and len(distinct) < 8

@@ -12,7 +12,9 @@ one difference: a row that has emitted its stop token leaves the batch (its
 cache rows are dropped), where ``generate`` keeps feeding it padding until the
 longest row is done. Answers vary in length (a demo batch's mean is about half
 its longest), so that halves the decoding work; every row's tokens are those
-``generate`` gives (a test compares the two, greedy and sampled).
+``generate`` gives (a test compares the two, greedy and sampled). A prompt
+that stands in a batch several times (sampled answers to one scenario) is read
+once and its cache copied to its rows (:func:`distinct_prompts`).
 
 Sampling draws each token by inverse CDF (:func:`sampling_processors`): one
 uniform number per row against the cumulative softmax of the tempered (and
@@ -96,6 +98,25 @@ def _accepts(model, argument: str) -> bool:
     return argument in inspect.signature(model.forward).parameters
 
 
+def distinct_prompts(input_ids, attention_mask):
+    """``(distinct, copies)``: the first row of each distinct padded prompt of a batch, and for every row the
+    position of its prompt among them (``input_ids[distinct][copies]`` is the batch); ``(None, None)`` when
+    every prompt is distinct. Sampled answers repeat their prompt many times (the truth's draws, best-of-N)."""
+    import torch
+
+    n = input_ids.shape[0]
+    if n < 2:
+        return None, None
+    _, copies = torch.unique(torch.cat([input_ids, attention_mask.to(input_ids.dtype)], dim=1), dim=0,
+                             return_inverse=True)
+    k = int(copies.max()) + 1
+    if k == n:
+        return None, None
+    distinct = torch.full((k,), n, dtype=torch.long, device=input_ids.device)
+    distinct.scatter_reduce_(0, copies, torch.arange(n, device=input_ids.device), reduce="amin")
+    return distinct, copies
+
+
 def decode_batch(model, input_ids, attention_mask, *, max_new_tokens: int, stop: Sequence[int],
                  processors=None, rows_of_batch: _RowsOfBatch | None = None) -> list[list[int]]:
     """Each left-padded row's new tokens (up to and including its first stop token): greedy search over
@@ -111,10 +132,17 @@ def decode_batch(model, input_ids, attention_mask, *, max_new_tokens: int, stop:
     positions = (mask.long().cumsum(-1) - 1).masked_fill_(mask == 0, 1)  # as generate numbers padded prompts
     last_only = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
     step_input = input_ids
+    distinct, copies = distinct_prompts(input_ids, attention_mask)
     for step in range(int(max_new_tokens)):
-        out = model(input_ids=step_input, attention_mask=mask, position_ids=positions, past_key_values=cache,
-                    use_cache=True, **(last_only if step == 0 else {}))
-        scores = out.logits[:, -1, :].float()
+        if step == 0 and copies is not None:  # each distinct prompt is read once, its cache copied to its rows
+            out = model(input_ids=input_ids[distinct], attention_mask=mask[distinct],
+                        position_ids=positions[distinct], past_key_values=cache, use_cache=True, **last_only)
+            cache.batch_select_indices(copies)
+            logits = out.logits[copies]
+        else:
+            logits = model(input_ids=step_input, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                           use_cache=True, **(last_only if step == 0 else {})).logits
+        scores = logits[:, -1, :].float()
         if processors is not None:
             if rows_of_batch is not None:
                 rows_of_batch.rows = rows
