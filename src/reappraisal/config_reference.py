@@ -15,7 +15,6 @@ library are used, so the check runs without the training stack.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -26,6 +25,7 @@ from typing import Any, Mapping
 import yaml
 
 from .config import REPO_ROOT, SCHEMA_PATH
+from .generated_files import write_or_check
 
 PAGE = Path("docs") / "configuration-reference.md"
 COMMAND = ".venv/bin/python -m reappraisal.config_reference write"
@@ -250,16 +250,8 @@ def write(repo: Path = REPO_ROOT) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m reappraisal.config_reference", description=__doc__.splitlines()[0])
-    ap.add_argument("action", choices=["write", "check"])
-    args = ap.parse_args(argv)
-    if args.action == "write":
-        print(f"wrote {write().relative_to(REPO_ROOT)}")
-        return 0
-    problems = check()
-    for p in problems:
-        print(f"error: {p}", file=sys.stderr)
-    return 1 if problems else 0
+    return write_or_check(argv, prog="python -m reappraisal.config_reference", description=__doc__.splitlines()[0],
+                          write=write, check=check)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ stage. Each stage's command runs Snakemake for exactly its rules' outputs.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import re
 import subprocess
@@ -35,6 +34,7 @@ from typing import Any
 import yaml
 
 from .config import REPO_ROOT
+from .generated_files import write_or_check
 from .import_closure import PACKAGE, closure_files
 
 MAPPING = Path("workflow") / "dvc_stages.yaml"
@@ -249,18 +249,15 @@ def check(repo: Path = REPO_ROOT) -> list[str]:
     return problems
 
 
+def write(repo: Path = REPO_ROOT) -> Path:
+    path = repo / DVC_YAML
+    path.write_text(render(build_dvc_yaml(repo)))
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m reappraisal.workflow_dvc", description=__doc__.splitlines()[0])
-    ap.add_argument("action", choices=["write", "check"])
-    args = ap.parse_args(argv)
-    if args.action == "write":
-        (REPO_ROOT / DVC_YAML).write_text(render(build_dvc_yaml()))
-        print("wrote dvc.yaml")
-        return 0
-    problems = check()
-    for p in problems:
-        print(f"error: {p}", file=sys.stderr)
-    return 1 if problems else 0
+    return write_or_check(argv, prog="python -m reappraisal.workflow_dvc", description=__doc__.splitlines()[0],
+                          write=write, check=check)
 
 
 if __name__ == "__main__":
