@@ -35,15 +35,13 @@ import numpy as np
 
 from reappraisal.atomic import write_json
 from reappraisal.config import with_defaults
-from reappraisal.params import parse_params
 from reappraisal.errors import PipelineInputError
 from reappraisal.training.settings import set_cpu_threads
 
 from .dataset import examples_for_split, pairs_for_split
-from .dataset import rated_dimensions
 from .metrics import accuracy_on_pairs, best_of_n, paired_best_of_n_difference, seed_disagreement, spearman_with_humans
 from .penalty import describe_penalty, ensemble_score
-from .trainer_command import add_table_arguments, read_rated_tables
+from .trainer_command import add_table_arguments, parse_command, read_rated_tables
 
 log = logging.getLogger("reappraisal.reward.evaluate_io")
 
@@ -206,12 +204,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--models", nargs="+", required=True, help="one directory per seed")
     add_table_arguments(p)
     p.add_argument("--bradley-terry", default=None, help="the Bradley-Terry model's folder (evaluated beside the ensemble)")
-    p.add_argument("--out", required=True)
-    p.add_argument("--params", default=None)
-    a = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    params = parse_params(a.params)
-    dims, primary = rated_dimensions(params)
+    a, params, dims, primary = parse_command(p, argv)
     rm = with_defaults("reward", params.get("reward"))  # the schema's defaults, validated
     ens, ev = rm["ensemble"], rm["evaluation"]
     set_cpu_threads(rm["cpu_threads"])

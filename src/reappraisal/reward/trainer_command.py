@@ -3,7 +3,8 @@
 Both trainers (the regression ensemble's seed and the Bradley-Terry model)
 take ``--base-model`` (cross-checked against ``--base-manifest`` when given),
 the three processed tables, ``--out`` and ``--params``; the evaluation
-reads the same three tables.
+reads the same three tables and takes the same ``--out`` and ``--params``
+(:func:`parse_command`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,20 @@ def read_rated_tables(targets: str, vignettes: str, pairs: str) -> tuple[pd.Data
             read_table(pairs, RATED_PAIR_COLUMNS))
 
 
+def parse_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None
+                  ) -> tuple[argparse.Namespace, dict[str, Any], list[str], str]:
+    """Add ``--out`` and ``--params`` (after the command's own options), parse ``argv``, log at INFO and
+    read the settings: ``(args, params, rated dimensions, primary dimension)``."""
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--params", default=None)
+    a = parser.parse_args(argv)
+    # the shared plumbing's lines (resuming from <checkpoint> (step N), waiting for a work folder's holder)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    params = parse_params(a.params)
+    dims, primary = rated_dimensions(params)
+    return a, params, dims, primary
+
+
 @dataclass
 class TrainerInputs:
     """A reward trainer's parsed command line, its settings and its tables."""
@@ -57,13 +72,7 @@ def trainer_inputs(prog: str, description: str, argv: Sequence[str] | None, *,
     p.add_argument("--base-manifest", default=None, help="results/base_models/MANIFEST.json, cross-checked")
     add_table_arguments(p)
     more(p)
-    p.add_argument("--out", required=True)
-    p.add_argument("--params", default=None)
-    a = p.parse_args(argv)
-    # the shared plumbing's lines (resuming from <checkpoint> (step N), waiting for a work folder's holder)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    params = parse_params(a.params)
-    dims, primary = rated_dimensions(params)
+    a, params, dims, primary = parse_command(p, argv)
     if a.base_manifest:
         check_manifest_base(a.base_manifest, "reward", a.base_model)
     return TrainerInputs(a, params, dims, primary, *read_rated_tables(a.targets, a.vignettes, a.pairs))
