@@ -13,7 +13,7 @@ from reappraisal.errors import ConfigError
 from reappraisal.training.batches import pad_right
 from reappraisal.training.checkpoints import last_complete_checkpoint, schedule_finished
 from reappraisal.training.run import whole_run_loss
-from reappraisal.training.settings import use_bf16
+from reappraisal.training.settings import schedule_args, use_bf16
 from reappraisal.training.work_dir import open_work_dir, remove_stale_temporaries
 
 
@@ -102,3 +102,15 @@ def test_one_precision_rule():
         use_bf16(True, where="config key 'reward.bf16'", capable=False)
     with pytest.raises(ConfigError, match="not a precision"):
         use_bf16("fp16", where="k", capable=True)
+
+
+def test_schedule_args_pass_the_optimizer_settings_and_the_warmup_ratio():
+    from types import SimpleNamespace
+
+    cfg = SimpleNamespace(learning_rate=1e-5, num_train_epochs=2, per_device_train_batch_size=8,
+                          gradient_accumulation_steps=1, weight_decay=0.01, lr_scheduler_type="cosine",
+                          max_grad_norm=1.0, warmup_ratio=0.05, save_steps=100)
+    assert schedule_args(cfg) == {"learning_rate": 1e-5, "num_train_epochs": 2, "per_device_train_batch_size": 8,
+                                  "gradient_accumulation_steps": 1, "weight_decay": 0.01,
+                                  "lr_scheduler_type": "cosine", "max_grad_norm": 1.0, "warmup_steps": 0.05}
+    assert isinstance(schedule_args(SimpleNamespace(**{**vars(cfg), "warmup_ratio": 0}))["warmup_steps"], float)

@@ -40,7 +40,7 @@ from reappraisal.atomic import write_json
 from reappraisal.config import with_defaults
 from reappraisal.errors import ConfigError, DataValidationError, PipelineInputError
 from reappraisal.training.run import finished_model, run_training
-from reappraisal.training.settings import checkpointing_args, set_cpu_threads, use_bf16
+from reappraisal.training.settings import checkpointing_args, schedule_args, set_cpu_threads, use_bf16
 from reappraisal.training.work_dir import fingerprint, open_work_dir, remove_stale_temporaries, work_dir_beside
 
 from .dataset import Examples, examples_for_split, pairs_for_split
@@ -205,14 +205,7 @@ def reward_config_args(cfg: BradleyTerryConfig, output_dir: str | Path, *, seed:
     return dict(
         **checkpointing_args(output_dir, seed=seed, save_steps=cfg.save_steps, save_total_limit=cfg.save_total_limit,
                              bf16=bf16, use_cpu=use_cpu, activation_checkpointing=cfg.gradient_checkpointing),
-        learning_rate=cfg.learning_rate,
-        num_train_epochs=cfg.num_train_epochs,
-        per_device_train_batch_size=cfg.per_device_train_batch_size,
-        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
-        weight_decay=cfg.weight_decay,
-        warmup_steps=float(cfg.warmup_ratio),  # a float in [0, 1) is a ratio of the total steps
-        lr_scheduler_type=cfg.lr_scheduler_type,
-        max_grad_norm=cfg.max_grad_norm,
+        **schedule_args(cfg),
         center_rewards_coefficient=cfg.center_rewards_coefficient,
         max_length=cfg.max_length,  # the ids are already truncated there: TRL's length filter drops nothing
         logging_steps=cfg.logging_steps,

@@ -35,7 +35,7 @@ from reappraisal.config import with_defaults
 from reappraisal.errors import ConfigError
 from reappraisal.training.batches import pad_right
 from reappraisal.training.run import finished_model, run_training
-from reappraisal.training.settings import checkpointing_args, set_cpu_threads, use_bf16
+from reappraisal.training.settings import checkpointing_args, schedule_args, set_cpu_threads, use_bf16
 from reappraisal.training.work_dir import open_work_dir, remove_stale_temporaries, work_dir_beside
 
 from .base_model import load_base
@@ -141,15 +141,8 @@ def training_arguments(cfg: RewardTrainConfig, output_dir: str | Path, *, seed: 
         **checkpointing_args(output_dir, seed=seed, save_steps=cfg.save_steps,
                              save_total_limit=cfg.save_total_limit, bf16=bf16, use_cpu=use_cpu,
                              activation_checkpointing=cfg.gradient_checkpointing),
-        learning_rate=cfg.learning_rate,
-        num_train_epochs=cfg.num_train_epochs,
-        per_device_train_batch_size=cfg.per_device_train_batch_size,
+        **schedule_args(cfg),
         per_device_eval_batch_size=cfg.per_device_eval_batch_size,
-        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
-        weight_decay=cfg.weight_decay,
-        warmup_steps=float(cfg.warmup_ratio),  # a float in [0, 1) is a ratio of the total steps
-        lr_scheduler_type=cfg.lr_scheduler_type,
-        max_grad_norm=cfg.max_grad_norm,
         eval_strategy="steps",
         eval_steps=cfg.save_steps if early else cfg.eval_steps,
         load_best_model_at_end=early,

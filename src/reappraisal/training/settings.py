@@ -1,4 +1,5 @@
-"""A trainer's settings: the precision rule, CPU threads and the checkpointing arguments every trainer shares."""
+"""A trainer's settings: the precision rule, CPU threads, the checkpointing arguments every trainer shares and the
+optimizer schedule of the trainers configured by a ``warmup_ratio``."""
 
 from __future__ import annotations
 
@@ -67,3 +68,15 @@ def checkpointing_args(output_dir: str | Path, *, seed: int, save_steps: int, sa
     return dict(output_dir=str(output_dir), save_strategy="steps", save_steps=int(save_steps),
                 save_total_limit=int(save_total_limit), report_to="none", seed=int(seed), bf16=bool(bf16),
                 use_cpu=bool(use_cpu), activation_checkpointing=bool(activation_checkpointing))
+
+
+#: Settings passed to ``TrainingArguments`` as they are: the optimizer and its learning-rate schedule.
+SCHEDULE_KEYS = ("learning_rate", "num_train_epochs", "per_device_train_batch_size", "gradient_accumulation_steps",
+                 "weight_decay", "lr_scheduler_type", "max_grad_norm")
+
+
+def schedule_args(cfg: Any) -> dict[str, Any]:
+    """The ``TrainingArguments`` of the optimizer and its schedule from a trainer's settings (attributes
+    :data:`SCHEDULE_KEYS` and ``warmup_ratio``): the reward ensemble's seeds and the Bradley-Terry model."""
+    return {**{k: getattr(cfg, k) for k in SCHEDULE_KEYS},
+            "warmup_steps": float(cfg.warmup_ratio)}  # a float in [0, 1) is a ratio of the total steps
