@@ -13,7 +13,7 @@ from reappraisal.errors import ConfigError
 from reappraisal.training.batches import pad_right
 from reappraisal.training.checkpoints import last_complete_checkpoint, schedule_finished
 from reappraisal.training.run import whole_run_loss
-from reappraisal.training.settings import schedule_args, use_bf16
+from reappraisal.training.settings import schedule_args, sft_args, use_bf16
 from reappraisal.training.work_dir import open_work_dir, remove_stale_temporaries
 
 
@@ -114,3 +114,10 @@ def test_schedule_args_pass_the_optimizer_settings_and_the_warmup_ratio():
                                   "gradient_accumulation_steps": 1, "weight_decay": 0.01,
                                   "lr_scheduler_type": "cosine", "max_grad_norm": 1.0, "warmup_steps": 0.05}
     assert isinstance(schedule_args(SimpleNamespace(**{**vars(cfg), "warmup_ratio": 0}))["warmup_steps"], float)
+
+
+def test_sft_args_read_the_section_and_fix_the_linear_schedule_on_shuffled_data():
+    section = {"num_train_epochs": 1, "learning_rate": "2e-5", "per_device_train_batch_size": 4.0, "max_length": 256,
+               "save_steps": 50}
+    assert sft_args(section) == {"num_train_epochs": 1.0, "learning_rate": 2e-5, "per_device_train_batch_size": 4,
+                                 "max_length": 256, "lr_scheduler_type": "linear", "shuffle_dataset": True}

@@ -32,7 +32,7 @@ from ..config import sections_with_defaults
 from ..params import parse_params
 from ..input_tables import read_table
 from ..training.run import finished_model, run_training
-from ..training.settings import checkpointing_args, model_dtype, set_cpu_threads, use_bf16
+from ..training.settings import checkpointing_args, model_dtype, set_cpu_threads, sft_args, use_bf16
 from ..training.work_dir import fingerprint, open_work_dir, remove_stale_temporaries, work_dir_beside
 from .human_pairs import human_pairs
 from .judge_spec import JudgeSpec, load_judge
@@ -108,14 +108,9 @@ def train_demo_judge(base_dir: str, targets: pd.DataFrame, vignettes: pd.DataFra
         args = SFTConfig(
             **checkpointing_args(work.path, seed=seed, save_steps=int(cfg["save_steps"]), save_total_limit=2, bf16=bf16,
                                  use_cpu=not gpu, activation_checkpointing=False),
-            num_train_epochs=float(cfg["num_train_epochs"]),
-            learning_rate=float(cfg["learning_rate"]),
-            per_device_train_batch_size=int(cfg["per_device_train_batch_size"]),
-            max_length=int(cfg["max_length"]),
-            lr_scheduler_type="linear",
+            **sft_args(cfg),
             logging_steps=10,
             disable_tqdm=False,
-            shuffle_dataset=True,
         )
         trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_dict(examples), processing_class=tokenizer,
                              callbacks=list(callbacks))

@@ -37,7 +37,7 @@ from reappraisal.input_tables import read_table
 from reappraisal.params import parse_params
 from reappraisal.training.run import RunResult, export_model, finished_outputs, run_training
 from reappraisal.training.segments import total_seconds
-from reappraisal.training.settings import checkpointing_args, model_dtype, set_cpu_threads, use_bf16
+from reappraisal.training.settings import checkpointing_args, model_dtype, set_cpu_threads, sft_args, use_bf16
 from reappraisal.training.work_dir import (
     WorkDir,
     fingerprint,
@@ -133,15 +133,10 @@ def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *
     model = AutoModelForCausalLM.from_pretrained(base_model, dtype=getattr(torch, model_dtype(common["bf16"])))
     args = SFTConfig(
         **common,
-        num_train_epochs=float(sft["num_train_epochs"]),
-        learning_rate=float(sft["learning_rate"]),
-        per_device_train_batch_size=int(sft["per_device_train_batch_size"]),
-        max_length=int(sft["max_length"]),
-        lr_scheduler_type="linear",
+        **sft_args(sft),
         warmup_steps=0,
         logging_steps=int(sft["logging_steps"]),
         disable_tqdm=True,
-        shuffle_dataset=True,
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
                          callbacks=list(callbacks))

@@ -1,10 +1,10 @@
-"""A trainer's settings: the precision rule, CPU threads, the checkpointing arguments every trainer shares and the
-optimizer schedule of the trainers configured by a ``warmup_ratio``."""
+"""A trainer's settings: the precision rule, CPU threads, the checkpointing arguments every trainer shares, the
+optimizer schedule of the trainers configured by a ``warmup_ratio`` and what every supervised fine-tuning here sets."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..errors import ConfigError
 
@@ -80,3 +80,17 @@ def schedule_args(cfg: Any) -> dict[str, Any]:
     :data:`SCHEDULE_KEYS` and ``warmup_ratio``): the reward ensemble's seeds and the Bradley-Terry model."""
     return {**{k: getattr(cfg, k) for k in SCHEDULE_KEYS},
             "warmup_steps": float(cfg.warmup_ratio)}  # a float in [0, 1) is a ratio of the total steps
+
+
+def sft_args(section: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``trl.SFTConfig`` arguments of a supervised fine-tuning's config section (epochs, learning rate,
+    batch size, max length) and the linear schedule on shuffled data of every SFT here (the GRM's first stage,
+    the demo judge)."""
+    return dict(
+        num_train_epochs=float(section["num_train_epochs"]),
+        learning_rate=float(section["learning_rate"]),
+        per_device_train_batch_size=int(section["per_device_train_batch_size"]),
+        max_length=int(section["max_length"]),
+        lr_scheduler_type="linear",
+        shuffle_dataset=True,
+    )
