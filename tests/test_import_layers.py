@@ -1,7 +1,8 @@
 """Imports run downhill: no module of the package imports from a later layer.
 
 Layers, first to last: core < data < base_models < reward < grm < policy <
-evaluation < confirm < summary < report; ``cli``/``__main__`` dispatch on top. Every
+evaluation < confirm < summary < report; ``cli``/``__main__`` dispatch on top, with
+``run_io`` (the ``run`` command) and ``job_server`` (which forks commands). Every
 ``import`` counts, at the top of a module or inside a function. A new
 top-level module or package must be given a layer here.
 """
@@ -15,9 +16,14 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "reappraisal"
 
 #: Top-level modules and packages of the core layer, usable by every stage.
 CORE = {"errors", "atomic", "table_contracts", "numerics", "config", "config_reference", "generated_files", "params", "input_tables", "json_values", "training", "batched_generation", "profiling", "sentences", "workflow_dvc",
-        "import_closure", "stats", "file_hashes", "http_retry", "markdown_templates", "provenance", "run_io"}
+        "import_closure", "stats", "file_hashes", "http_retry", "markdown_templates", "provenance"}
 LAYERS = ["core", "data", "base_models", "reward", "grm", "policy", "evaluation", "confirm", "summary", "report",
           "dispatcher"]
+
+
+#: The entry points on top: the command dispatcher, the ``run`` command that drives Snakemake, and the job
+#: server that forks commands through the dispatcher.
+DISPATCHER = ("cli", "__main__", "run_io", "job_server")
 
 
 def layer_of(module: str) -> str | None:
@@ -25,7 +31,7 @@ def layer_of(module: str) -> str | None:
     parts = module.split(".")
     if parts[0] != "reappraisal":
         return None
-    if len(parts) == 1 or parts[1] in ("cli", "__main__"):
+    if len(parts) == 1 or parts[1] in DISPATCHER:
         return "dispatcher"
     if parts[1] in CORE:
         return "core"

@@ -12,11 +12,16 @@ exits 0: the outputs are in place.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any, Callable, Sequence
 
 from .errors import FinishedElsewhere, PipelineInputError
 from .profiling import profiled
+
+#: Set by ``reappraisal run`` for its jobs (see :mod:`reappraisal.job_server`; kept here so that a job
+#: without a server imports nothing more).
+SERVER_ENV = "REAPPRAISAL_JOB_SERVER"
 
 #: command name -> "module:function"; the function takes the remaining argv.
 COMMANDS: dict[str, str] = {
@@ -70,6 +75,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"error: unknown command {name!r}; known: {', '.join(sorted(COMMANDS))}", file=sys.stderr)
         return 2
+    address = os.environ.get(SERVER_ENV)
+    if address:  # a run's warm server forks the command with this process's streams (reappraisal.job_server)
+        from .job_server import delegate
+
+        code = delegate(address, name, rest)
+        if code is not None:
+            return code
     try:
         result = profiled(name, lambda: _resolve(name)(rest))  # as is unless REAPPRAISAL_PROFILE_DIR is set
     except PipelineInputError as exc:

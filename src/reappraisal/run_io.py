@@ -22,7 +22,10 @@ and for every recovery:
    (:func:`reappraisal.provenance.dvc_state.stages_with_changed_sources`) have
    their rules forced (``--forcerun``), so the record that follows never
    says an output came from code it did not come from.
-4. **Record.** After a successful build, every built stage is recorded in
+4. **One warm process for the jobs.** The build's jobs are forked from one server that imported
+   torch, transformers and TRL once (:mod:`reappraisal.job_server`) instead of each starting a fresh
+   interpreter; ``--no-job-server`` turns it off. The outputs are the same bytes either way.
+5. **Record.** After a successful build, every built stage is recorded in
    ``dvc.lock`` and DVC's cache (:mod:`reappraisal.provenance.record_io`), so
    ``dvc status`` is clean and ``reappraisal restore`` can bring these
    results back after a failed rerun.
@@ -37,14 +40,16 @@ import fcntl
 import os
 import subprocess
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Iterator, Sequence
 
 from .errors import PipelineInputError
+from .job_server import Server
 from .provenance.dvc_state import is_dvc_repository, record, stages_with_changed_sources
 
 RUN_LOCK = Path(".snakemake") / "reappraisal-run.lock"
+JOB_SERVER_LOG = Path(".snakemake") / "job-server.log"
 #: Snakemake options after which nothing was built, so nothing is recorded.
 BUILDS_NOTHING = {"-n", "--dry-run", "--dryrun", "--touch", "-t", "--lint", "--summary", "-S", "--list-rules"}
 
@@ -99,8 +104,8 @@ def _is_snakemake(cmd: Sequence[str]) -> bool:
     return len(cmd) >= 3 and cmd[1] == "-m" and cmd[2] == "snakemake"
 
 
-def snakemake(root: Path, *args: str) -> int:
-    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=root).returncode
+def snakemake(root: Path, *args: str, env: dict[str, str] | None = None) -> int:
+    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=root, env=env).returncode
 
 
 def stage_rules(root: Path, stages: Sequence[str]) -> list[str]:
@@ -116,7 +121,8 @@ def stage_rules(root: Path, stages: Sequence[str]) -> list[str]:
     return rules
 
 
-def run(root: Path, targets: Sequence[str], *, cores: str, extra: Sequence[str] = (), record_after: bool = True) -> int:
+def run(root: Path, targets: Sequence[str], *, cores: str, extra: Sequence[str] = (), record_after: bool = True,
+        job_server: bool = True) -> int:
     with run_lock(root):
         live = live_snakemake(root)
         if live:
@@ -131,7 +137,8 @@ def run(root: Path, targets: Sequence[str], *, cores: str, extra: Sequence[str] 
             print(f"code, config values or raw inputs changed since the last record: rerunning {', '.join(forced)}",
                   flush=True)
         force = ["--forcerun", *forced] if forced else []
-        code = snakemake(root, *force, "--cores", cores, "--rerun-incomplete", *targets, *extra)
+        with Server(root / JOB_SERVER_LOG) if job_server else nullcontext(None) as env:
+            code = snakemake(root, *force, "--cores", cores, "--rerun-incomplete", *targets, *extra, env=env)
         if code != 0 or not record_after or BUILDS_NOTHING & set(extra):
             return code
         if is_dvc_repository(root):
@@ -152,5 +159,8 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--cores", default="all")
     ap.add_argument("--root", type=Path, default=Path("."), help="repository root (holds the Snakefile)")
     ap.add_argument("--no-record", action="store_true", help="do not record the build in DVC afterwards")
+    ap.add_argument("--no-job-server", action="store_true",
+                    help="every job starts its own interpreter (no warm server; same outputs, slower)")
     a = ap.parse_args(argv)
-    return run(a.root, a.targets, cores=a.cores, extra=extra, record_after=not a.no_record)
+    return run(a.root, a.targets, cores=a.cores, extra=extra, record_after=not a.no_record,
+               job_server=not a.no_job_server)
