@@ -62,3 +62,17 @@ def test_the_truth_stage_is_refused_on_data_that_are_not_the_demos():
 def test_the_truth_needs_a_panel_headline_judge(tmp_path):
     with pytest.raises(ConfigError, match="panel"):
         panel_model({"evaluation": {"headline_judge": "llama-3.1-70b-instruct"}})
+
+
+def test_each_system_draws_its_truth_on_the_pools_it_is_evaluated_on():
+    """Arms: the training scenarios, the OOD selection pool and the confirmation pool beside it; the base policy
+    (an opponent on the training scenarios) there alone; every pool a truth row reads is drawn."""
+    from reappraisal.config import load_config
+    from reappraisal.evaluation.systems import evaluated_instances, opponents
+    from reappraisal.evaluation.truth_draws import truth_pools
+
+    cfg = load_config()
+    for arm in evaluated_instances(cfg):
+        assert truth_pools(cfg, arm) == ("train", "ood", "confirm")
+    model_opponents = [o for o in opponents(cfg).values() if o.kind == "model"]
+    assert model_opponents and all(truth_pools(cfg, o.name) == tuple(o.pools) == ("train",) for o in model_opponents)

@@ -1,7 +1,8 @@
 """The truth's draws (demo only).
 
-A system's fresh answers on every pool with their gold, under a seed of
-their own, and the base policy's extra draws for the gold oracle.
+A system's fresh answers on the pools it is evaluated on (:func:`truth_pools`)
+with their gold, under a seed of their own, and the base policy's extra draws
+for the gold oracle.
 """
 
 from __future__ import annotations
@@ -30,17 +31,28 @@ def draws_for(system: str, model_dir: str, vignettes: pd.DataFrame, params: dict
     from .answers import generate_answers
 
     truth = params["evaluation"]["truth"]
-    per_pool = {p: int(truth["answers_per_scenario"]) for p in TRUTH_POOLS}
+    pools = truth_pools(params, system)
+    per_pool = {p: int(truth["answers_per_scenario"]) for p in pools}
     if oracle:
         per_pool["train"] = max(per_pool["train"], int(truth["oracle"]["draws_per_scenario"]))
     drawn = dict(params, evaluation=dict(params["evaluation"], answers_per_scenario=per_pool))
-    table = generate_answers(system, TRUTH_RUN, model_dir, vignettes, drawn, pools=TRUTH_POOLS)
+    table = generate_answers(system, TRUTH_RUN, model_dir, vignettes, drawn, pools=pools)
     scenario = vignettes.set_index(vignettes["vignette_id"].astype(str))["text"]
     golds = gold_qualities(table["answer"].tolist(), [scenario[str(v)] for v in table["vignette_id"]])
     passed = ~(table["empty"] | table["too_long"])
     return pd.DataFrame({"system": system, "vignette_id": table["vignette_id"].astype(str), "pool": table["pool"],
                          "sample": table["sample"], "answer": table["answer"], "passed": passed.to_numpy(),
                          "gold": golds}, columns=DRAW_COLUMNS)
+
+
+def truth_pools(params: Mapping, system: str) -> tuple[str, ...]:
+    """The pools a system's truth draws cover: those it is evaluated on, and the confirmation pool beside
+    the OOD selection pool (a selection candidate may be confirmed there); a `model` opponent evaluated on
+    the training scenarios alone (the base policy) draws there alone."""
+    from .systems import system_pools
+
+    evaluated = system_pools(params, system)
+    return tuple(p for p in TRUTH_POOLS if p in evaluated or (p == "confirm" and "ood" in evaluated))
 
 
 def oracle_source(opps) -> str | None:
