@@ -131,3 +131,17 @@ def test_the_runs_server_gives_the_same_output_as_a_fresh_interpreter(tmp_path):
     bad_alone = command("gold", "--scenario", "nosuch", "x", cwd=tmp_path)
     assert alone.returncode == forked.returncode == 0 and forked.stdout == alone.stdout
     assert bad_forked.returncode == bad_alone.returncode != 0 and bad_forked.stderr == bad_alone.stderr
+
+
+def test_a_run_does_not_wait_for_the_server_and_its_later_jobs_are_forked(tmp_path):
+    """As `run` starts it (no waiting): jobs before it listens run alone, the ones after are forked."""
+    log = tmp_path / "server.log"
+    with Server(log) as env:
+        address = env[SERVER_ENV]
+        deadline = time.time() + 120
+        while delegate(address, "gold", ["--help"], ) is None:
+            assert time.time() < deadline, f"the server never listened: {log.read_text()[-2000:]}"
+            time.sleep(0.2)
+        forked = command("gold", "--scenario", "v01", "Maybe they were tired.", env=env)
+    assert forked.returncode == 0 and "Maybe they were tired" in forked.stdout
+    assert "gold --scenario" in log.read_text()  # the server's log names each job it forked

@@ -125,6 +125,7 @@ def _run_job(conn: socket.socket) -> int:
     request, fds = _receive(conn, 3)
     if request is None or len(fds) != 3:
         return 2
+    os.write(2, f"pid {os.getpid()}: {' '.join(request['argv'][:3])} ...\n".encode())  # the server's log
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
@@ -254,19 +255,22 @@ class Server:
     def __enter__(self) -> dict[str, str]:
         import subprocess
 
-        read_fd, write_fd = os.pipe()
+        read_fd, write_fd = os.pipe() if self.wait else (None, None)
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        ready_args = ["--ready-fd", str(write_fd)] if write_fd is not None else []
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "reappraisal.job_server", "--address", self.address,
-                 "--ready-fd", str(write_fd)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(write_fd,))
+                [sys.executable, "-m", "reappraisal.job_server", "--address", self.address, *ready_args],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=() if write_fd is None else (write_fd,))
         finally:
-            os.close(write_fd)
+            if write_fd is not None:
+                os.close(write_fd)
             if log is not subprocess.DEVNULL:
                 log.close()
-        ready = os.read(read_fd, 1) if self.wait else b"1"  # empty if the server died while importing
-        os.close(read_fd)
+        ready = True
+        if read_fd is not None:
+            ready = bool(os.read(read_fd, 1))  # empty if the server died while importing
+            os.close(read_fd)
         env = dict(os.environ)
         if ready:
             env[SERVER_ENV] = self.address
