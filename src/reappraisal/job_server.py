@@ -79,11 +79,15 @@ def delegate(address: str, name: str, argv: Sequence[str]) -> int | None:
         request = {"argv0": sys.argv[0], "argv": [name, *argv], "cwd": os.getcwd(), "env": dict(os.environ),
                    "path": sys.path}
         _send(sock, request, [0, 1, 2])
-        started, _ = _receive(sock)
-    except OSError:
+    except OSError:  # no server listening (yet): nothing was started
         sock.close()
         return None
-    if not started or "pid" not in started:  # the server refused or died before the command started
+    sock.settimeout(None)  # the child answers with its pid before it runs the command, or dies before it
+    try:
+        started, _ = _receive(sock)
+    except OSError:
+        started = None
+    if not started or "pid" not in started:  # the child died before the command started: run it here
         sock.close()
         return None
     pid = int(started["pid"])
@@ -99,7 +103,6 @@ def delegate(address: str, name: str, argv: Sequence[str]) -> int | None:
 
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(signum, forward)
-    sock.settimeout(None)
     while True:
         try:
             finished, _ = _receive(sock)
