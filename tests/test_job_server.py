@@ -22,7 +22,6 @@ from reappraisal.cli import SERVER_ENV
 from reappraisal.job_server import Server, delegate
 
 PYTHON = sys.executable
-REPO = Path(__file__).resolve().parents[1]
 
 
 def command(*args: str, env=None, cwd=None) -> subprocess.CompletedProcess:
@@ -56,7 +55,7 @@ def probe_server():
 def through(address: str, *argv: str, env=None, cwd=None, **popen) -> subprocess.Popen:
     """A job's process handing the probe command to the server (as ``python -m reappraisal`` does)."""
     code = f"import sys; from reappraisal.job_server import delegate; sys.exit(delegate({address!r}, 'probe', sys.argv[1:]))"
-    return subprocess.Popen([PYTHON, "-c", code, *argv], env={**(env or os.environ), "PYTHONPATH": str(REPO)},
+    return subprocess.Popen([PYTHON, "-c", code, *argv], env=env,
                             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
 
