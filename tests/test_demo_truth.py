@@ -16,6 +16,8 @@ def test_every_checked_interval_has_its_truth_and_most_cover_it(demo_run):
     assert (checked["truth_se"] <= 0.01).all(), checked.sort_values("truth_se").tail(3).to_dict("records")
     assert (truths["truth_se"] <= 0.02).all(), truths.sort_values("truth_se").tail(3).to_dict("records")
     table = pd.read_csv(demo_run / "results/summary/tables/truth.csv")
+    # every interval the report checks, differences included, is checked against a truth known to 0.01
+    assert (table["truth_se"] <= 0.01).all(), table.sort_values("truth_se").tail(3).to_dict("records")
     assert {"headline", "ood", "head_to_head", "ablation", "best_of_n", "selection"} <= set(table["table"])
     assert table["truth"].between(-1, 1).all() and table["covered"].isin([True, False]).all()
     covered = (table["low"] <= table["truth"]) & (table["truth"] <= table["high"])

@@ -7,7 +7,15 @@ import pytest
 
 from reappraisal.data.demo_gold import RatingModel, panel_votes
 from reappraisal.errors import ConfigError
-from reappraisal.evaluation.truth import PanelModel, best_of_truth, contest_score, max_of_k_weights, pair_truth
+from reappraisal.evaluation.truth import (
+    PanelModel,
+    best_of_truth,
+    combined_truth,
+    contest_means,
+    contest_score,
+    max_of_k_weights,
+    pair_truth,
+)
 from reappraisal.evaluation.truth_draws import check_truth_allowed
 from reappraisal.evaluation.truth_io import panel_model
 
@@ -38,6 +46,38 @@ def test_pair_truth_is_the_mean_of_scenario_truths_and_its_error_shrinks_with_dr
     # against itself, a system's truth is one half
     same = rng.normal(0, 1, 2048)
     assert pair_truth({"s": same}, {"s": same}, DEMO_PANEL, opponent_is_draw=True).value == pytest.approx(0.5, abs=1e-9)
+
+
+def test_errors_of_differences_and_pools_against_one_drawn_opponent_match_their_spread():
+    """Two systems read against the same draws of a generated opponent: the opponent's luck moves both win rates
+    together, so it cancels in their difference and stays in their mean. The stated errors match the spread of
+    the estimates over repeated draws; treating the two truths as independent would not."""
+    rng = np.random.default_rng(7)
+    diffs, pools, errors, naive = [], [], [], []
+    for _ in range(300):
+        scen = ("s1", "s2")
+        a = {s: rng.normal(0.3, 0.4, 48) for s in scen}
+        b = {s: rng.normal(0.0, 0.4, 48) for s in scen}
+        opp = {s: rng.normal(0.0, 1.2, 48) for s in scen}  # a wide opponent: its draws matter
+        ma, mb = contest_means(a, opp, DEMO_PANEL), contest_means(b, opp, DEMO_PANEL)
+        diff = combined_truth([(1.0, ma), (-1.0, mb)], opponent_is_draw=True)
+        pool = combined_truth([(0.5, ma), (0.5, mb)], opponent_is_draw=True)
+        alone_a, alone_b = (pair_truth(x, opp, DEMO_PANEL, opponent_is_draw=True) for x in (a, b))
+        diffs.append(diff.value)
+        pools.append(pool.value)
+        errors.append((diff.se, pool.se))
+        naive.append(np.hypot(alone_a.se, alone_b.se))
+        assert diff.value == pytest.approx(alone_a.value - alone_b.value)
+        assert pool.value == pytest.approx((alone_a.value + alone_b.value) / 2)
+    diff_se, pool_se = np.mean(errors, axis=0)
+    assert np.std(diffs, ddof=1) == pytest.approx(diff_se, rel=0.15)
+    assert np.std(pools, ddof=1) == pytest.approx(pool_se, rel=0.15)
+    assert np.mean(naive) > 1.3 * np.std(diffs, ddof=1)  # adding the two errors overstates the difference's
+    # a pooled system against one of its own members is one term, not two independent ones
+    m = contest_means({"s": rng.normal(0, 1, 64)}, {"s": rng.normal(0, 1, 64)}, DEMO_PANEL)
+    other = contest_means({"s": rng.normal(0, 1, 64)}, {"s": rng.normal(0, 1, 64)}, DEMO_PANEL)
+    half = combined_truth([(0.5, m), (0.5, other), (-1.0, m)], opponent_is_draw=False)
+    assert half.se == pytest.approx(combined_truth([(-0.5, m), (0.5, other)], opponent_is_draw=False).se)
 
 
 def test_best_of_k_by_gold_is_the_maximum_of_k_draws():

@@ -17,6 +17,10 @@ is estimated by Monte Carlo from many fresh answers per scenario
 expectation over the opponent's answers is exact and the standard error comes
 from the system's draws; for a generated opponent (another system) both sides
 are draws, and the standard error is the two-sample U-statistic's.
+:func:`combined_truth` is the truth of a weighted sum of systems' win rates
+against one opponent (a difference, a pooled arm); against a generated
+opponent every system reads the same opponent draws, and its standard error
+counts those shared draws once.
 
 :func:`best_of_truth` is the truth of a best-of-``k`` system that picks by gold
 (an oracle that reads the truth): the maximum of ``k`` draws from the
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 from scipy.special import ndtr
@@ -65,6 +69,35 @@ class Truth:
     per_scenario: Mapping[str, float]
 
 
+@dataclass(frozen=True)
+class ContestMeans:
+    """Per scenario, a system's expected contest score against an opponent, as the U-statistic needs it:
+    ``rows[s]`` the mean over the opponent's answers of each system answer's score, ``columns[s]`` the mean
+    over the system's answers of each opponent answer's score."""
+
+    rows: Mapping[str, np.ndarray]
+    columns: Mapping[str, np.ndarray]
+
+
+def contest_means(system: Mapping[str, np.ndarray], opponent: Mapping[str, np.ndarray],
+                  panel: PanelModel) -> ContestMeans:
+    """Every system answer against every opponent answer on the scenarios both sides answer."""
+    scenarios = sorted(set(system) & set(opponent))
+    if not scenarios:
+        raise ValueError("no scenario is answered by both sides")
+    rows, columns = {}, {}
+    for s in scenarios:
+        x = np.asarray(system[s], dtype=float)
+        y = np.asarray(opponent[s], dtype=float)
+        scores = contest_score(x[:, None], y[None, :], panel)
+        rows[s], columns[s] = scores.mean(axis=1), scores.mean(axis=0)
+    return ContestMeans(rows, columns)
+
+
+def _mean_variance(values: np.ndarray) -> float:
+    return float(values.var(ddof=1) / len(values)) if len(values) > 1 else 0.0
+
+
 def pair_truth(system: Mapping[str, np.ndarray], opponent: Mapping[str, np.ndarray], panel: PanelModel, *,
                opponent_is_draw: bool) -> Truth:
     """Mean over the scenarios both sides answer of E[contest_score(system answer, opponent answer)].
@@ -73,22 +106,46 @@ def pair_truth(system: Mapping[str, np.ndarray], opponent: Mapping[str, np.ndarr
     ``opponent_is_draw``: the opponent's answers are fresh draws too (another
     system), so their sampling error enters the standard error.
     """
-    scenarios = sorted(set(system) & set(opponent))
+    return truth_of(contest_means(system, opponent, panel), opponent_is_draw=opponent_is_draw)
+
+
+def truth_of(means: ContestMeans, *, opponent_is_draw: bool) -> Truth:
+    """:func:`pair_truth` from the contest means."""
+    return combined_truth([(1.0, means)], opponent_is_draw=opponent_is_draw)
+
+
+def difference_truth(a: ContestMeans, b: ContestMeans, *, opponent_is_draw: bool) -> Truth:
+    """Truth of (A's win rate − B's win rate) against one opponent, both read against the same answers."""
+    return combined_truth([(1.0, a), (-1.0, b)], opponent_is_draw=opponent_is_draw)
+
+
+def combined_truth(terms: Sequence[tuple[float, ContestMeans]], *, opponent_is_draw: bool) -> Truth:
+    """Truth of Σ w·(a system's win rate) against one opponent whose answers every system reads (a difference:
+    weights 1, −1; a pooled arm: 1/M per seed), on the scenarios every system answers.
+
+    The systems' draws are independent, so their terms add with weight w²; the opponent's draws, when they are
+    draws, are shared, so their term is the variance of Σ w·(column means): win rates that move together with
+    the opponent's luck cancel it in a difference and keep it in a mean, where treating the systems as
+    independent would overstate the first error and understate the second.
+    """
+    merged: dict[int, list] = {}  # a system named twice (a pooled arm against one of its seeds) is one term
+    for w, m in terms:
+        merged.setdefault(id(m), [0.0, m])[0] += w
+    terms = [(w, m) for w, m in merged.values() if w != 0.0]
+    if not terms:
+        raise ValueError("the weights cancel: nothing to estimate")
+    scenarios = sorted(set.intersection(*(set(m.rows) for _, m in terms)))
     if not scenarios:
-        raise ValueError("no scenario is answered by both sides")
+        raise ValueError("no scenario is answered by every system")
     values, variances = {}, []
     for s in scenarios:
-        x = np.asarray(system[s], dtype=float)
-        y = np.asarray(opponent[s], dtype=float)
-        scores = contest_score(x[:, None], y[None, :], panel)
-        values[s] = float(scores.mean())
-        var = scores.mean(axis=1).var(ddof=1) / len(x) if len(x) > 1 else 0.0
-        if opponent_is_draw and len(y) > 1:
-            var += scores.mean(axis=0).var(ddof=1) / len(y)
+        values[s] = float(sum(w * m.rows[s].mean() for w, m in terms))
+        var = sum(w * w * _mean_variance(m.rows[s]) for w, m in terms)
+        if opponent_is_draw:
+            var += _mean_variance(sum(w * m.columns[s] for w, m in terms))
         variances.append(var)
-    g = len(scenarios)
-    return Truth(value=float(np.mean(list(values.values()))), se=float(math.sqrt(sum(variances)) / g),
-                 per_scenario=values)
+    return Truth(value=float(np.mean(list(values.values()))),
+                 se=float(math.sqrt(sum(variances)) / len(scenarios)), per_scenario=values)
 
 
 def max_of_k_weights(n: int, k: int) -> np.ndarray:

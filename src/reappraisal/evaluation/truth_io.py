@@ -28,6 +28,7 @@ truth exists only where the world is known.
 from __future__ import annotations
 
 import argparse
+import itertools
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -42,10 +43,21 @@ from .confirmation_pool import split_pools
 from .judge_spec import load_judge
 from .opponents import answer_pools
 from .systems import best_of_n_systems, evaluated_instances, opponents, pooled_systems
-from .truth import PanelModel, Truth, best_of_truth, max_of_k_weights, pair_truth
+from .truth import (
+    ContestMeans,
+    PanelModel,
+    Truth,
+    best_of_truth,
+    combined_truth,
+    contest_means,
+    max_of_k_weights,
+    pair_truth,
+    truth_of,
+)
 from .truth_draws import check_truth_allowed, oracle_source
 
-TRUTH_COLUMNS = ["system", "opponent", "pool", "kind", "truth", "truth_se", "n_scenarios", "draws_per_scenario"]
+TRUTH_COLUMNS = ["system", "versus", "opponent", "pool", "kind", "truth", "truth_se", "n_scenarios",
+                 "draws_per_scenario"]
 WORLD_COLUMNS = ["group", "vignette_id", "n", "q10", "q25", "q50", "q75", "q90", "mean"]
 ORACLE = "oracle:base-policy:gold"
 
@@ -72,8 +84,8 @@ def _by_scenario(frame: pd.DataFrame, pool: str, column: str = "gold", limit: in
     return out
 
 
-def _row(system: str, opponent: str, pool: str, kind: str, truth: Truth, draws: int) -> dict:
-    return {"system": system, "opponent": opponent, "pool": pool, "kind": kind, "truth": truth.value,
+def _row(system: str, opponent: str, pool: str, kind: str, truth: Truth, draws: int, versus: str = "") -> dict:
+    return {"system": system, "versus": versus, "opponent": opponent, "pool": pool, "kind": kind, "truth": truth.value,
             "truth_se": truth.se, "n_scenarios": len(truth.per_scenario), "draws_per_scenario": draws}
 
 
@@ -137,6 +149,7 @@ def compute_truths(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vig
             if opp.kind == "answers" else opp.pools
 
     instances = evaluated_instances(params)
+    against: dict[tuple[str, str, bool], dict[str, list[tuple[float, ContestMeans]]]] = {}
     for name in instances:
         for opp in opps.values():
             if not opp.plays(name):
@@ -145,8 +158,9 @@ def compute_truths(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vig
                 theirs, is_draw = opponent_side(opp, pool)
                 mine = _by_scenario(draws[name], pool, limit=per)
                 if set(mine) & set(theirs):
-                    rows.append(_row(name, opp.name, pool, "arm", pair_truth(mine, theirs, panel,
-                                                                             opponent_is_draw=is_draw), per))
+                    means = contest_means(mine, theirs, panel)
+                    rows.append(_row(name, opp.name, pool, "arm", truth_of(means, opponent_is_draw=is_draw), per))
+                    against.setdefault((opp.name, pool, is_draw), {})[name] = [(1.0, means)]
     for bon_name, bon in best_of_n_systems(params).items():
         frame = draws[bon.instance]
         frame = frame[frame.groupby(["vignette_id", "pool"]).cumcount() < per]
@@ -162,12 +176,20 @@ def compute_truths(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vig
                                      _best_of_ranked(ranked, theirs, panel, bon.n), per))
     table = pd.DataFrame(rows, columns=TRUTH_COLUMNS)
     pooled = []
-    for pooled_name, members in pooled_systems(params).items():
-        for (opp, pool), g in table[table["system"].isin(members)].groupby(["opponent", "pool"], sort=True):
-            if set(g["system"]) == set(members):
-                pooled.append({"system": pooled_name, "opponent": opp, "pool": pool, "kind": "pooled",
-                               "truth": g["truth"].mean(), "truth_se": float(np.sqrt((g["truth_se"] ** 2).sum())) / len(g),
-                               "n_scenarios": int(g["n_scenarios"].iloc[0]), "draws_per_scenario": per})
+    for (opp_name, pool, is_draw), by_system in against.items():
+        for pooled_name, members in pooled_systems(params).items():
+            if set(members) <= set(by_system):
+                by_system[pooled_name] = [(1.0 / len(members), by_system[m][0][1]) for m in members]
+                pooled.append(_row(pooled_name, opp_name, pool, "pooled",
+                                   combined_truth(by_system[pooled_name], opponent_is_draw=is_draw), per))
+        # two systems against one generated opponent read the same opponent draws: their difference's error
+        # counts those draws once (against answers in the data the two truths are independent and the
+        # summary adds their errors)
+        if is_draw:
+            for a, b in itertools.combinations(sorted(by_system), 2):
+                terms = by_system[a] + [(-w, m) for w, m in by_system[b]]
+                pooled.append(_row(a, opp_name, pool, "difference", combined_truth(terms, opponent_is_draw=True),
+                                   per, versus=b))
     base = oracle_source(opps)
     if base is not None:
         k = int(ev["truth"]["oracle"]["candidates"])

@@ -64,17 +64,30 @@ TRUTH_COLUMNS = ["table", "system", "versus", "opponent", "pool", "estimate", "l
 
 
 class Truths:
-    """(system, opponent, pool) -> (truth, se) from the truth stage's table."""
+    """(system, opponent, pool) -> (truth, se), and (system, versus, opponent, pool) -> the difference's, from
+    the truth stage's table."""
 
     def __init__(self, frame: pd.DataFrame):
         self.frame = frame
+        differences = frame["kind"] == "difference"
         self._map = {(str(r.system), str(r.opponent), str(r.pool)): (float(r.truth), float(r.truth_se))
-                     for r in frame.itertuples(index=False)}
+                     for r in frame[~differences].itertuples(index=False)}
+        self._diff = {(str(r.system), str(r.versus), str(r.opponent), str(r.pool)): (float(r.truth), float(r.truth_se))
+                      for r in frame[differences].itertuples(index=False)}
 
     def get(self, system, opponent, pool) -> tuple[float, float] | None:
         return self._map.get((str(system), str(opponent), str(pool)))
 
     def diff(self, a, b, opponent, pool) -> tuple[float, float] | None:
+        """A's truth minus B's: the truth stage's own row where both read one opponent's draws (its error counts
+        those draws once), else the two truths' difference, whose errors add (independent draws)."""
+        key = (str(a), str(b), str(opponent), str(pool))
+        if key in self._diff:
+            return self._diff[key]
+        swapped = (str(b), str(a), str(opponent), str(pool))
+        if swapped in self._diff:
+            value, se = self._diff[swapped]
+            return -value, se
         x, y = self.get(a, opponent, pool), self.get(b, opponent, pool)
         if x is None or y is None:
             return None
