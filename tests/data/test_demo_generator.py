@@ -251,7 +251,7 @@ def test_ratings_structure(ratings, humans, gpt4):
 
 def test_truth_files_match_the_export(ratings, humans, gpt4, quality):
     sev = read("truth/rater_severity.csv")
-    assert list(sev.columns) == ["study", "rater_id", "severity", "data_origin"]
+    assert list(sev.columns) == ["study", "rater_id", "severity", "profile", "data_origin"]
     assert sorted(zip(sev.study, sev.rater_id)) == sorted(set(zip(ratings.study, ratings.rater_id)))
     assert 0.6 < sev.severity.astype(float).std() < 1.0
     assert sorted(quality.index) == sorted(list(humans.reappraisal_id) + list(gpt4.reappraisal_id))
@@ -287,6 +287,31 @@ def test_quality_is_visible_in_the_ratings(ratings, quality):
         per_dim[dim] = np.corrcoef(quality[m.index], m)[0, 1]
     assert max(per_dim, key=per_dim.get) == "effectiveness"
     assert all(v > 0.2 for v in per_dim.values())
+
+
+def test_raters_of_each_profile_rate_by_their_own_profiles_reading(ratings, humans, vignettes):
+    """Rater profiles are real variability: warm raters' ratings follow the warm reading more than the analytic
+    one, and analytic raters' the other way round (the profiles' readings correlate about 0.8 on the humans)."""
+    from reappraisal.data.demo_gold import PROFILES, SHARES, profile_qualities
+
+    sev = read("truth/rater_severity.csv").astype({"study": str})
+    assert set(sev.profile) == set(PROFILES)
+    shares = sev.profile.value_counts(normalize=True)
+    assert all(abs(shares[p] - s) < 0.1 for p, s in zip(PROFILES, SHARES))
+    scenario = vignettes.set_index("vignette_id").text
+    h = humans.set_index("reappraisal_id")
+    q = pd.DataFrame([profile_qualities(t, scenario[v]) for t, v in zip(h.text, h.vignette_id)], index=h.index,
+                     columns=list(PROFILES))
+    eff = ratings[(ratings.dimension == "effectiveness") & ratings.reappraisal_id.isin(h.index)]
+    eff = eff.merge(sev.rename(columns={"rater_id": "rater_id"}), on=["study", "rater_id"])
+    eff["centered"] = eff.rating - eff.groupby("rater_id").rating.transform("mean")
+
+    def corr(profile_of_raters, reading):
+        g = eff[eff.profile == profile_of_raters]
+        return np.corrcoef(g.centered, q.loc[g.reappraisal_id, reading])[0, 1]
+
+    assert corr("warm", "warm") > corr("warm", "analytic") + 0.03
+    assert corr("analytic", "analytic") > corr("analytic", "warm") + 0.03
 
 
 def test_quality_is_the_worlds_reading_of_the_text(humans, vignettes, quality):

@@ -34,6 +34,25 @@ def test_contest_score_is_the_panels_simulated_verdict_rate():
     assert contest_score(0.0, 0.0, even) == pytest.approx(0.5)
 
 
+def test_raters_of_different_profiles_disagree_as_the_truth_says():
+    """Two answers each rater profile ranks differently: the simulated panel (each rater's profile drawn by its
+    share) prefers A at the rate the truth's mixture gives, not at the rate of the answers' mean gold."""
+    from reappraisal.data.demo_gold import PROFILES, SHARES, rater_preference_probability
+
+    assert DEMO_PANEL.shares == tuple(SHARES) and len(PROFILES) > 1
+    model = RatingModel.for_dimension("effectiveness", "1")
+    q_a = np.array([0.0, 2.5, 0.0])  # warm raters love A, the others prefer B a little
+    q_b = np.array([0.6, 0.0, 0.6])
+    votes = [panel_votes(q_a, q_b, n_raters=5, seed=s, model=model) for s in range(4000)]
+    simulated = np.mean([1.0 if a > b else 0.5 if a == b else 0.0 for a, b in votes])
+    assert contest_score(q_a, q_b, DEMO_PANEL) == pytest.approx(simulated, abs=0.02)
+    by_mean_gold = contest_score(q_a @ SHARES, q_b @ SHARES, DEMO_PANEL)
+    assert abs(contest_score(q_a, q_b, DEMO_PANEL) - by_mean_gold) > 0.05
+    # one rater's preference is the profiles' mixture
+    single = [panel_votes(q_a, q_b, n_raters=1, seed=s, model=model)[0] for s in range(4000)]
+    assert rater_preference_probability(q_a, q_b, model) == pytest.approx(np.mean(single), abs=0.02)
+
+
 def test_pair_truth_is_the_mean_of_scenario_truths_and_its_error_shrinks_with_draws():
     rng = np.random.default_rng(0)
     fixed = {"a": np.array([0.5, 1.0]), "b": np.array([0.0])}

@@ -7,6 +7,8 @@ expected to recover:
 
 * a latent reappraisal quality driven by textual features (second person,
   scenario-specific detail, an alternative interpretation, brevity) plus noise;
+* three rater profiles that weigh those features differently (each rater has
+  one; the latent quality is their share-weighted mean);
 * four rating dimensions loading on that quality (effectiveness most strongly);
 * a per-rater severity offset shared across the four dimensions;
 * per-study scale differences (multiplier and offset around the scale centre);
@@ -40,6 +42,7 @@ import yaml
 
 from reappraisal.atomic import atomic_path
 from reappraisal.data.demo_quality import WEIGHTS as QUALITY_WEIGHTS
+from reappraisal.data.demo_quality import PROFILE_SHARES, PROFILE_WEIGHTS, PROFILES, profile_raws
 from reappraisal.data.demo_quality import FluencyModel, QualityReading, Scenario, read_quality
 from reappraisal.markdown_templates import markdown_environment
 
@@ -105,6 +108,8 @@ TARGET_ITEMS_PER_RATER = 30
 OPPONENT_MODELS = ("deepseek-r1", "qwen2.5-72b")
 GPT4_MODEL = "gpt-4-0314"
 
+#: The rater profiles' shares, in :data:`PROFILES` order.
+SHARES = np.array([PROFILE_SHARES[p] for p in PROFILES])
 # Latent quality (before standardization) = the world's reading of the text (demo_quality) + noise.
 QUALITY_NOISE_SD = 0.5
 #: The reading's components written to truth/reappraisal_features.csv.
@@ -363,23 +368,26 @@ def _gpt4_references() -> list[dict]:
 
 
 def _latent_raw_quality(humans: dict[str, list[dict]], gpt4: list[dict], rng: np.random.Generator):
-    """Every rated item's reading, its raw latent quality (reading + noise) and the human (mean, SD) of it."""
+    """Every rated item's reading, its raw latent quality per rater profile (the profile's reading + the item's
+    noise, shared by every profile) and the human (mean, SD) of each profile's."""
     by_id = {v.vignette_id: v for v in TRAIN_VIGNETTES}
     all_items = [dict(r, author_type="human", study=s.label) for s in STUDIES for r in humans[s.name]]
     all_items += [dict(g, author_type="gpt4", study="1") for g in gpt4]  # GPT-4 references are rated in study 1
     model = fluency_model()
     readings = [read_quality(it["text"], scenario_of(by_id[it["vignette_id"]]), model) for it in all_items]
-    raw = np.array([r.raw for r in readings]) + rng.normal(0.0, QUALITY_NOISE_SD, size=len(all_items))
+    noise = rng.normal(0.0, QUALITY_NOISE_SD, size=len(all_items))
+    raw = np.array([profile_raws(r) for r in readings]) + noise[:, None]
     is_human = np.array([it["author_type"] == "human" for it in all_items])
-    return all_items, readings, raw, (float(raw[is_human].mean()), float(raw[is_human].std()))
+    return all_items, readings, raw, (raw[is_human].mean(axis=0), raw[is_human].std(axis=0))
 
 
-def quality_standardization(seed: int = DEFAULT_SEED) -> tuple[float, float]:
-    """The (mean, SD) of the human reappraisals' raw quality that :func:`build` standardizes ``quality`` by.
+def quality_standardization(seed: int = DEFAULT_SEED) -> tuple[np.ndarray, np.ndarray]:
+    """Per rater profile (:data:`PROFILES`), the (mean, SD) of the human reappraisals' raw quality that
+    :func:`build` standardizes the profile's quality by.
 
     Replays exactly the random draws :func:`build` makes up to that point, so
-    ``(raw_quality(text, scenario) - mean) / SD`` is a text's expected latent quality
-    on the scale of ``truth/reappraisal_quality.csv``.
+    ``(profile_raws(reading) - mean) / SD`` is a text's expected latent quality per profile, and its
+    share-weighted mean the ``quality`` of ``truth/reappraisal_quality.csv``.
     """
     rng = np.random.default_rng(seed)
     return _latent_raw_quality(_human_reappraisals(rng), _gpt4_references(), rng)[3]
@@ -439,15 +447,15 @@ def build(seed: int = DEFAULT_SEED) -> dict[str, bytes]:
 
     # Latent quality: features + noise, standardized by the human mean and SD.
     all_items, readings, raw, (mu, sd) = _latent_raw_quality(humans, gpt4, rng)
-    quality = {it["id"]: round(float((q - mu) / sd), 4) + 0.0 for it, q in zip(all_items, raw)}
+    by_profile = {it["id"]: (q - mu) / sd for it, q in zip(all_items, raw)}  # per profile, standardized
+    quality = {i: round(float(q @ SHARES), 4) + 0.0 for i, q in by_profile.items()}
 
-    # Reappraisal-level latent score per dimension.
+    # Reappraisal-level latent score per dimension, as each rater profile reads it (e: the reappraisal's own).
     dim_scores: dict[str, np.ndarray] = {}
     for it in all_items:
-        q = quality[it["id"]]
         e = rng.normal(0.0, 1.0, size=len(DIMENSIONS))
         a = np.array([DIMENSION_LOADINGS[d] for d in DIMENSIONS])
-        dim_scores[it["id"]] = a * q + np.sqrt(1.0 - a**2) * e
+        dim_scores[it["id"]] = a[None, :] * by_profile[it["id"]][:, None] + np.sqrt(1.0 - a**2)[None, :] * e
 
     # 5. ratings
     severity_rows = []
@@ -462,11 +470,12 @@ def build(seed: int = DEFAULT_SEED) -> dict[str, bytes]:
         for k, rater_items in enumerate(assignment, start=1):
             rater_id = f"{study.prefix}_p{k:03d}"
             sev = round(float(rng.normal(0.0, RATER_SEVERITY_SD)), 4) + 0.0
-            severity_rows.append((study.label, rater_id, _fmt(sev), origin))
+            profile = int(rng.choice(len(PROFILES), p=SHARES))
+            severity_rows.append((study.label, rater_id, _fmt(sev), PROFILES[profile], origin))
             for idx in rater_items:
                 rid = items[idx]
                 noise = rng.normal(0.0, RATING_NOISE_SD, size=len(DIMENSIONS))
-                latent = SCALE_CENTER + study.multiplier * dim_scores[rid] + study.offset + sev + noise
+                latent = SCALE_CENTER + study.multiplier * dim_scores[rid][profile] + study.offset + sev + noise
                 rounded = np.floor(latent + 0.5)
                 n_clipped += int(np.sum((rounded < SCALE_MIN) | (rounded > SCALE_MAX)))
                 n_values += rounded.size
@@ -481,7 +490,8 @@ def build(seed: int = DEFAULT_SEED) -> dict[str, bytes]:
             raise RuntimeError(f"constant rater {r} does not exist in {s}")
 
     # 6. truth (not part of the export)
-    files["truth/rater_severity.csv"] = _csv_bytes(("study", "rater_id", "severity", "data_origin"), severity_rows)
+    files["truth/rater_severity.csv"] = _csv_bytes(("study", "rater_id", "severity", "profile", "data_origin"),
+                                                   severity_rows)
     files["truth/reappraisal_quality.csv"] = _csv_bytes(
         ("reappraisal_id", "vignette_id", "quality", "data_origin"),
         [(it["id"], it["vignette_id"], _fmt(quality[it["id"]]), origin) for it in all_items],
@@ -522,6 +532,8 @@ def _readme(files: dict[str, bytes], seed: int, clipped_share: float) -> str:
         n_ratings=sum(n[s.rating_file] for s in STUDIES), studies=STUDIES,
         n_raters={s.name: sum(1 for row in sev_rows if row[0] == s.label) for s in STUDIES},
         gpt4_model=GPT4_MODEL, opponent_models=OPPONENT_MODELS, weights=QUALITY_WEIGHTS,
+        profiles=[(p, PROFILE_SHARES[p], [(k, v) for k, v in PROFILE_WEIGHTS[p].items() if v != QUALITY_WEIGHTS[k]])
+                  for p in PROFILES],
         quality_noise_sd=QUALITY_NOISE_SD, loadings=[(d, DIMENSION_LOADINGS[d]) for d in DIMENSIONS],
         scale_center=SCALE_CENTER, rating_noise_sd=RATING_NOISE_SD, clipped_share=clipped_share,
         rater_severity_sd=RATER_SEVERITY_SD, ratings_per_item=RATINGS_PER_ITEM, items_per_rater=ITEMS_PER_RATER,

@@ -12,7 +12,11 @@ of Gao, Schulman & Hilton (2022): this module reads any text with it.
   text, so it is left out). Scenario keywords and people are the generator's
   for its own scenarios and, for any other scenario text, read off it
   (:func:`world_scenario`).
-* :func:`panel_votes`: ``n`` simulated raters read both answers of a contest
+* :func:`profile_qualities`: the same per rater profile (raters weigh the
+  reading's components their own way, :data:`~.demo_quality.PROFILE_WEIGHTS`);
+  :func:`gold_quality` is their share-weighted mean.
+* :func:`panel_votes`: ``n`` simulated raters, each of a profile drawn by its
+  share, read both answers of a contest
   on the primary dimension (effectiveness) as the generator's raters do:
   ``m·(a·q + sqrt(1 − a²)·e) + severity + noise`` with the dimension loading
   ``a``, study scale ``m`` (study 1: 1.0), a per-rater severity (shared by
@@ -40,6 +44,8 @@ import numpy as np
 from ..errors import ConfigError
 from .demo_generator import (
     DEFAULT_SEED,
+    PROFILES,
+    SHARES,
     DIMENSION_LOADINGS,
     OOD_VIGNETTES,
     RATER_SEVERITY_SD,
@@ -52,7 +58,7 @@ from .demo_generator import (
     scenario_of,
     tokens,
 )
-from .demo_quality import QualityReading, Scenario, read_quality
+from .demo_quality import QualityReading, Scenario, profile_raws, read_quality
 
 #: Words never taken as a scenario keyword (function words, pronouns, common verbs).
 _STOPWORDS = frozenset(
@@ -108,14 +114,27 @@ def gold_reading(text: str, scenario: str) -> QualityReading:
     return read_quality(text or "", world_scenario(scenario), fluency_model())
 
 
-def gold_quality(text: str, scenario: str, *, seed: int = DEFAULT_SEED) -> float:
-    """Expected latent quality of ``text`` as a reappraisal of ``scenario`` (human mean 0, SD about 1)."""
+def profile_qualities(text: str, scenario: str, *, seed: int = DEFAULT_SEED) -> np.ndarray:
+    """Expected latent quality of ``text`` for ``scenario`` as each rater profile reads it (:data:`PROFILES`
+    order; each profile's human mean 0, SD 1)."""
     mu, sd = _scale(seed)
-    return (gold_reading(text, scenario).raw - mu) / sd
+    return (np.array(profile_raws(gold_reading(text, scenario))) - mu) / sd
+
+
+def gold_quality(text: str, scenario: str, *, seed: int = DEFAULT_SEED) -> float:
+    """Expected latent quality of ``text`` as a reappraisal of ``scenario``: the profiles' share-weighted mean
+    (human mean 0, SD about 1)."""
+    return float(profile_qualities(text, scenario, seed=seed) @ SHARES)
 
 
 def gold_qualities(texts: Sequence[str], scenarios: Sequence[str], *, seed: int = DEFAULT_SEED) -> np.ndarray:
     return np.array([gold_quality(t, s, seed=seed) for t, s in zip(texts, scenarios)], dtype=np.float64)
+
+
+def profile_qualities_of(texts: Sequence[str], scenarios: Sequence[str], *, seed: int = DEFAULT_SEED) -> np.ndarray:
+    """(texts, profiles): :func:`profile_qualities` of each text."""
+    rows = [profile_qualities(t, s, seed=seed) for t, s in zip(texts, scenarios)]
+    return np.array(rows, dtype=np.float64).reshape(len(rows), len(PROFILES))
 
 
 @dataclass(frozen=True)
@@ -142,27 +161,36 @@ class RatingModel:
         return math.sqrt(self.multiplier**2 * (1.0 - self.loading**2) + self.noise_sd**2)
 
 
-def rater_preference_probability(q_a: float, q_b: float, model: RatingModel = RatingModel()) -> float:
-    """P(one rater reads A higher than B) = Φ(m·a·(q_A − q_B) / (√2 · reading SD))."""
-    z = model.multiplier * model.loading * (q_a - q_b) / (math.sqrt(2.0) * model.reading_sd)
-    return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
+def _profiles(q) -> np.ndarray:
+    """Profile qualities (:data:`PROFILES` order): a number is read alike by every profile."""
+    q = np.asarray(q, dtype=float)
+    return np.full(len(PROFILES), float(q)) if q.ndim == 0 else q
 
 
-def panel_majority_probability(q_a: float, q_b: float, n_raters: int, model: RatingModel = RatingModel()) -> float:
+def rater_preference_probability(q_a, q_b, model: RatingModel = RatingModel()) -> float:
+    """P(one rater, of a profile drawn by its share, reads A higher than B) =
+    Σ share · Φ(m·a·(q_A − q_B) / (√2 · reading SD)) over the profiles' qualities (numbers: every profile's)."""
+    d = _profiles(q_a) - _profiles(q_b)
+    z = model.multiplier * model.loading * d / (math.sqrt(2.0) * model.reading_sd)
+    return float(SHARES @ (0.5 * (1.0 + np.array([math.erf(x / math.sqrt(2.0)) for x in z]))))
+
+
+def panel_majority_probability(q_a, q_b, n_raters: int, model: RatingModel = RatingModel()) -> float:
     """P(strictly more of ``n_raters`` raters prefer A than B)."""
     p = rater_preference_probability(q_a, q_b, model)
     return float(sum(math.comb(n_raters, k) * p**k * (1 - p) ** (n_raters - k)
                      for k in range(n_raters // 2 + 1, n_raters + 1)))
 
 
-def panel_votes(q_a: float, q_b: float, *, n_raters: int, seed: int,
-                model: RatingModel = RatingModel()) -> tuple[int, int]:
-    """(raters preferring A, raters preferring B) for one contest order."""
+def panel_votes(q_a, q_b, *, n_raters: int, seed: int, model: RatingModel = RatingModel()) -> tuple[int, int]:
+    """(raters preferring A, raters preferring B) for one contest order; ``q_a``, ``q_b``: the answers' profile
+    qualities (a number: every profile's). Each rater's profile is drawn by its share."""
     rng = np.random.default_rng(seed)
     severity = rng.normal(0.0, model.severity_sd, size=(n_raters, 1))
     e = rng.normal(0.0, 1.0, size=(n_raters, 2))
     noise = rng.normal(0.0, model.noise_sd, size=(n_raters, 2))
-    q = np.array([[q_a, q_b]])
+    profile = rng.choice(len(PROFILES), size=n_raters, p=SHARES)
+    q = np.stack([_profiles(q_a), _profiles(q_b)], axis=1)[profile]  # (raters, 2): each rater's own reading
     readings = model.multiplier * (model.loading * q + math.sqrt(1.0 - model.loading**2) * e) + severity + noise
     prefer_a = int(np.sum(readings[:, 0] > readings[:, 1]))
     prefer_b = int(np.sum(readings[:, 1] > readings[:, 0]))

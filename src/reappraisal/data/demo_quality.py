@@ -32,6 +32,10 @@ features reaches the ceiling:
 
 :func:`read_quality` returns every component (:class:`QualityReading`) so a
 user can see why a text scores what it scores (``reappraisal gold``).
+
+Raters differ (:data:`PROFILE_WEIGHTS`): three profiles weigh the same
+components differently (:func:`profile_raws`), so no single reading is the
+truth of what every rater wants; the world's gold is their share-weighted mean.
 Nothing here reads a file: the phrase bank and the scenario come in as
 arguments.
 """
@@ -81,6 +85,19 @@ WEIGHTS = {
     "hostility": 2.4, "dismissive": 0.9, "repetition": 3.0, "sentences": 0.35, "copy": 2.5, "shouting": 1.5,
     "empty": 1.0,
 }
+
+#: Rater profiles (AlpacaFarm's several annotator profiles): each reads the same components but weighs them its
+#: own way, as a share of the world's raters. ``balanced`` is :data:`WEIGHTS`; ``warm`` cares most that the text
+#: speaks to the person and punishes dismissal harder; ``analytic`` cares most for a specific alternative
+#: reading and minds length less. A text's quality for a profile is standardized on the human reappraisals like
+#: every profile's, and the world's gold is the share-weighted mean (:mod:`reappraisal.data.demo_gold`).
+PROFILE_WEIGHTS = {
+    "balanced": dict(WEIGHTS),
+    "warm": dict(WEIGHTS, address=1.1, alternative=0.8, relevance=0.5, dismissive=1.8),
+    "analytic": dict(WEIGHTS, address=0.2, alternative=1.8, relevance=1.2, sentences=0.15),
+}
+PROFILE_SHARES = {"balanced": 0.4, "warm": 0.3, "analytic": 0.3}
+PROFILES = tuple(PROFILE_WEIGHTS)
 
 
 def words(text: str) -> list[str]:
@@ -218,9 +235,8 @@ def read_quality(text: str, scenario: Scenario, fluency_model: FluencyModel) -> 
     all_words = [w for c in parts for w in c]
     n_words = len(all_words)
     n_sentences = sentence_count(text)
-    w = WEIGHTS
     if n_words == 0:
-        return QualityReading(0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -w["empty"])
+        return QualityReading(0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -WEIGHTS["empty"])
 
     flu = [fluency_model.fluency(c) for c in parts]
     fluency = sum(f * len(c) for f, c in zip(flu, parts)) / n_words
@@ -246,14 +262,29 @@ def read_quality(text: str, scenario: Scenario, fluency_model: FluencyModel) -> 
     upper_share = len(_UPPER.findall(text)) / len(letters) if letters else 0.0
     shouting = max(0.0, (upper_share - 0.3) / 0.7)
 
-    earning = w["base"] + w["address"] * address + w["alternative"] * alternative + w["relevance"] * relevance
-    raw = (fluency * length_factor * earning * (1.0 - shouting)
-           - w["hostility"] * hostility - w["dismissive"] * dismissive
-           - w["repetition"] * max(0.0, repetition - 0.25)
-           - w["sentences"] * max(0, n_sentences - CONCISE_SENTENCES)
-           - w["copy"] * copy - w["shouting"] * shouting)
-    return QualityReading(n_words, n_sentences, fluency, address, alternative, relevance, length_factor,
-                          hostility, dismissive, repetition, copy, shouting, raw)
+    components = dict(n_words=n_words, n_sentences=n_sentences, fluency=fluency, address=address,
+                      alternative=alternative, relevance=relevance, length_factor=length_factor, hostility=hostility,
+                      dismissive=dismissive, repetition=repetition, copy=copy, shouting=shouting)
+    return QualityReading(**components, raw=combine(QualityReading(**components, raw=0.0), WEIGHTS))
+
+
+def combine(reading: QualityReading, weights: dict) -> float:
+    """The raw quality a reader with ``weights`` makes of a reading's components (:data:`WEIGHTS`: ``reading.raw``)."""
+    w = weights
+    if reading.n_words == 0:
+        return -w["empty"]
+    earning = w["base"] + w["address"] * reading.address + w["alternative"] * reading.alternative \
+        + w["relevance"] * reading.relevance
+    return (reading.fluency * reading.length_factor * earning * (1.0 - reading.shouting)
+            - w["hostility"] * reading.hostility - w["dismissive"] * reading.dismissive
+            - w["repetition"] * max(0.0, reading.repetition - 0.25)
+            - w["sentences"] * max(0, reading.n_sentences - CONCISE_SENTENCES)
+            - w["copy"] * reading.copy - w["shouting"] * reading.shouting)
+
+
+def profile_raws(reading: QualityReading) -> tuple[float, ...]:
+    """The raw quality each rater profile (:data:`PROFILES`, in order) makes of the reading."""
+    return tuple(combine(reading, PROFILE_WEIGHTS[p]) for p in PROFILES)
 
 
 def _trigrams(seq: Sequence[str]) -> list[tuple[str, str, str]]:

@@ -4,7 +4,8 @@
     reappraisal gold --scenario-text "My neighbour ..." "Perhaps they ..."
 
 Prints, per text, its gold (the expected latent quality, the scale of
-``data/demo/truth/reappraisal_quality.csv``: human mean 0, SD about 1), every
+``data/demo/truth/reappraisal_quality.csv``: human mean 0, SD about 1), the
+quality each rater profile reads (the gold is their share-weighted mean), every
 component of the reading (:mod:`reappraisal.data.demo_quality`) and, for one of
 the world's training scenarios, the median gold of that scenario's human
 reappraisals. The gold is the demo world's definition only: it says nothing
@@ -32,7 +33,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("texts", nargs="+", help="the texts to read ('-' reads one text from standard input)")
     args = parser.parse_args(argv)
 
-    from .demo_gold import gold_quality, gold_reading, human_gold_quantiles
+    from .demo_gold import PROFILES, SHARES, gold_reading, human_gold_quantiles, profile_qualities
 
     if args.scenario is not None:
         by_id = {v.vignette_id: v for v in TRAIN_VIGNETTES + OOD_VIGNETTES}
@@ -45,13 +46,16 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     texts = [sys.stdin.read() if t == "-" else t for t in args.texts]
     for text in texts:
         reading = gold_reading(text, scenario).as_dict()
-        row = {"text": text, "gold": round(gold_quality(text, scenario), 4),
+        profiles = profile_qualities(text, scenario)
+        row = {"text": text, "gold": round(float(profiles @ SHARES), 4),
                "human_median_gold": None if human is None else round(human[0.5], 4),
+               **{f"gold_{p}": round(float(q), 4) for p, q in zip(PROFILES, profiles)},
                **{k: round(v, 4) if isinstance(v, float) else v for k, v in reading.items()}}
         if args.json:
             print(json.dumps(row))
             continue
         versus = "" if human is None else f" (this scenario's human median {human[0.5]:+.3f})"
         print(f"gold {row['gold']:+.3f}{versus}: {text[:70]!r}")
+        print("  as each rater profile reads it: " + ", ".join(f"{p} {q:+.3f}" for p, q in zip(PROFILES, profiles)))
         print("  " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in reading.items()))
     return 0

@@ -6,9 +6,10 @@ read by the YAML's pattern, both orders, cached and counted. It reads the
 scenario and the two answers back out of the conversation (the template's
 slots) and nothing else: no reward model, GRM, policy or judge weights, no
 file the pipeline writes. Each answer's expected latent quality comes from
-the demo generator's rating model (:mod:`reappraisal.data.demo_gold`);
-``panel.raters`` simulated raters then read both answers with the
-generator's noise, and the majority decides (equal votes: a tie).
+the demo generator's rating model (:mod:`reappraisal.data.demo_gold`), once
+per rater profile; ``panel.raters`` simulated raters, each of a profile drawn
+by its share, then read both answers with the generator's noise, and the
+majority decides (equal votes: a tie).
 
 Randomness: one seed per request, a stable hash of the run, the scenario and
 the two slot texts in their order, so a rerun gives the same verdicts, the
@@ -45,10 +46,11 @@ def template_parser(user_template: str) -> re.Pattern:
 
 def panel_fingerprint() -> str:
     """Identity of the rating model (the generator, its texts and the gold module), for the reply cache key."""
-    from ..data import demo_generator, demo_gold
+    from ..data import demo_generator, demo_gold, demo_quality
 
     digest = hashlib.sha256()
-    files = [Path(demo_generator.__file__), Path(demo_gold.__file__), *sorted(demo_generator.TEXTS_DIR.glob("*.yaml"))]
+    files = [Path(demo_generator.__file__), Path(demo_gold.__file__), Path(demo_quality.__file__),
+             *sorted(demo_generator.TEXTS_DIR.glob("*.yaml"))]
     for f in files:
         digest.update(f.name.encode() + b"\0" + f.read_bytes())
     return f"panel:{digest.hexdigest()}"
@@ -85,15 +87,15 @@ class PanelBackend:
         return match["scenario"], match["answer_a"], match["answer_b"]
 
     def reply(self, conversation: Conversation) -> str:
-        from ..data.demo_gold import gold_quality, panel_votes
+        from ..data.demo_gold import SHARES, panel_votes, profile_qualities
 
         scenario, a, b = self.read(conversation)
-        q_a, q_b = gold_quality(a, scenario), gold_quality(b, scenario)
+        q_a, q_b = profile_qualities(a, scenario), profile_qualities(b, scenario)
         seed = derived_seed("panel", self.run, scenario, a, b)
         votes_a, votes_b = panel_votes(q_a, q_b, n_raters=self.raters, seed=seed, model=self.model)
         verdict = "A" if votes_a > votes_b else "B" if votes_b > votes_a else "tie"
         return (f"{votes_a} of {self.raters} raters prefer A, {votes_b} prefer B "
-                f"(expected quality A {q_a:+.2f}, B {q_b:+.2f}).\n{PANEL_VERDICT_LINES[verdict]}")
+                f"(expected quality A {q_a @ SHARES:+.2f}, B {q_b @ SHARES:+.2f}).\n{PANEL_VERDICT_LINES[verdict]}")
 
     def replies(self, conversations: Sequence[Conversation], progress=None) -> Iterator[tuple[int, str]]:
         for i, conv in enumerate(conversations):

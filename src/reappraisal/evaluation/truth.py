@@ -3,7 +3,9 @@
 On the demo, the held-out judge is a panel of simulated raters reading each
 answer's gold quality (:mod:`reappraisal.data.demo_gold`), so the expected
 score of a contest between two texts is known in closed form: with ``n``
-raters each preferring A with probability ``p = Φ(m·a·(q_A − q_B) / (√2·σ))``,
+raters, each of a rater profile k drawn with its share π_k and reading the
+answers' qualities for that profile, each preferring A with probability
+``p = Σ_k π_k·Φ(m·a·(q_A,k − q_B,k) / (√2·σ))``,
 a contest order scores 1 when a majority prefers A, 0.5 on equal votes and 0
 otherwise, and the two orders are read by independent panels alike, so a
 contest's expected score is :func:`contest_score` of the two qualities.
@@ -41,23 +43,49 @@ from scipy.stats import binom
 
 @dataclass(frozen=True)
 class PanelModel:
-    """How the panel reads a contest: ``raters`` raters, each with ``slope`` = m·a / (√2·σ) per unit of gold gap."""
+    """How the panel reads a contest: ``raters`` raters, each with ``slope`` = m·a / (√2·σ) per unit of gold gap,
+    each of a rater profile drawn with probability ``shares`` (one profile: every rater reads alike)."""
 
     raters: int
     slope: float
+    shares: tuple[float, ...] = (1.0,)
 
     @classmethod
-    def from_rating_model(cls, raters: int, multiplier: float, loading: float, reading_sd: float) -> "PanelModel":
-        return cls(raters=int(raters), slope=multiplier * loading / (math.sqrt(2.0) * reading_sd))
+    def from_rating_model(cls, raters: int, multiplier: float, loading: float, reading_sd: float,
+                          shares: Sequence[float] = (1.0,)) -> "PanelModel":
+        return cls(raters=int(raters), slope=multiplier * loading / (math.sqrt(2.0) * reading_sd),
+                   shares=tuple(float(x) for x in shares))
 
 
-def contest_score(q_a: np.ndarray, q_b: np.ndarray, panel: PanelModel) -> np.ndarray:
-    """Expected score of A against B (majority 1, equal votes 0.5), elementwise over broadcast arrays."""
-    p = ndtr(panel.slope * (np.asarray(q_a, dtype=float) - np.asarray(q_b, dtype=float)))
+def profile_array(q) -> np.ndarray:
+    """Qualities with a trailing profile axis: a number or a 1-D array of answers gets one (read alike by every
+    profile); a 2-D array is (answers, profiles) already."""
+    q = np.asarray(q, dtype=float)
+    return q[..., None] if q.ndim < 2 else q
+
+
+def gold_of(q: np.ndarray, panel: PanelModel) -> np.ndarray:
+    """The share-weighted mean over the profile axis (the world's gold) of :func:`profile_array` qualities."""
+    q = profile_array(q)
+    return q[..., 0] if q.shape[-1] == 1 else q @ np.asarray(panel.shares)
+
+
+def contest_score(q_a, q_b, panel: PanelModel) -> np.ndarray:
+    """Expected score of A against B (majority 1, equal votes 0.5), elementwise over broadcast arrays.
+
+    ``q_a``, ``q_b``: numbers, or arrays whose last axis is the panel's profiles (length ``len(shares)``, or 1:
+    read alike by every profile). A rater prefers A with probability Σ share·Φ(slope·(q_A − q_B)) over the
+    profiles; raters are independent.
+    """
+    d = np.asarray(q_a, dtype=float) - np.asarray(q_b, dtype=float)
+    if d.ndim == 0:
+        d = d[None]
+    p = (ndtr(panel.slope * d) * np.asarray(panel.shares)).sum(axis=-1)
     n = panel.raters
     wins = binom.sf(n // 2, n, p)  # P(votes for A > n/2)
     ties = binom.pmf(n // 2, n, p) if n % 2 == 0 else 0.0
-    return wins + 0.5 * ties
+    out = wins + 0.5 * ties
+    return out if np.ndim(q_a) or np.ndim(q_b) else float(np.squeeze(out))
 
 
 @dataclass(frozen=True)
@@ -87,9 +115,8 @@ def contest_means(system: Mapping[str, np.ndarray], opponent: Mapping[str, np.nd
         raise ValueError("no scenario is answered by both sides")
     rows, columns = {}, {}
     for s in scenarios:
-        x = np.asarray(system[s], dtype=float)
-        y = np.asarray(opponent[s], dtype=float)
-        scores = contest_score(x[:, None], y[None, :], panel)
+        x, y = profile_array(system[s]), profile_array(opponent[s])
+        scores = contest_score(x[:, None, :], y[None, :, :], panel)
         rows[s], columns[s] = scores.mean(axis=1), scores.mean(axis=0)
     return ContestMeans(rows, columns)
 
@@ -165,12 +192,14 @@ def best_of_truth(system: Mapping[str, np.ndarray], opponent: Mapping[str, np.nd
     def value(draws: Mapping[str, np.ndarray]) -> dict[str, float]:
         out = {}
         for s in scenarios:
-            x = np.sort(np.asarray(draws[s], dtype=float))
-            against = contest_score(x[:, None], np.asarray(opponent[s], dtype=float)[None, :], panel).mean(axis=1)
+            x = profile_array(draws[s])
+            x = x[np.argsort(gold_of(x, panel), kind="stable")]  # ascending gold: the oracle's pick is the top
+            against = contest_score(x[:, None, :], profile_array(opponent[s])[None, :, :], panel).mean(axis=1)
             out[s] = float(max_of_k_weights(len(x), k) @ against)
         return out
 
     point = value(system)
-    boots = [np.mean(list(value({s: rng.choice(system[s], size=len(system[s])) for s in scenarios}).values()))
+    boots = [np.mean(list(value({s: profile_array(system[s])[rng.integers(0, len(system[s]), len(system[s]))]
+                                 for s in scenarios}).values()))
              for _ in range(n_bootstrap)]
     return Truth(value=float(np.mean(list(point.values()))), se=float(np.std(boots, ddof=1)), per_scenario=point)

@@ -1,7 +1,7 @@
 """The truth's draws (demo only).
 
 A system's fresh answers on the pools it is evaluated on (:func:`truth_pools`)
-with their gold, under a seed of their own, and the base policy's extra draws
+with their gold (and each rater profile's quality, which the panel's verdict reads), under a seed of their own, and the base policy's extra draws
 for the gold oracle.
 """
 
@@ -11,7 +11,15 @@ from typing import Mapping
 
 import pandas as pd
 
-DRAW_COLUMNS = ["system", "vignette_id", "pool", "sample", "answer", "passed", "gold"]
+def _profile_columns() -> list[str]:
+    from ..data.demo_quality import PROFILES
+
+    return [f"gold_{p}" for p in PROFILES]
+
+
+#: ``gold``: the world's gold (the profiles' share-weighted mean); ``gold_<profile>``: each rater profile's.
+PROFILE_COLUMNS = _profile_columns()
+DRAW_COLUMNS = ["system", "vignette_id", "pool", "sample", "answer", "passed", "gold", *PROFILE_COLUMNS]
 TRUTH_POOLS = ("train", "ood", "confirm")
 TRUTH_RUN = 0  # the evaluation's runs are 1, 2, 3...: the truth's draws have a seed of their own
 
@@ -27,7 +35,7 @@ def check_truth_allowed(params: Mapping) -> None:
 
 def draws_for(system: str, model_dir: str, vignettes: pd.DataFrame, params: dict, *, oracle: bool) -> pd.DataFrame:
     """One system's truth draws with their gold (see module doc)."""
-    from ..data.demo_gold import gold_qualities
+    from ..data.demo_gold import SHARES, profile_qualities_of
     from .answers import generate_answers
 
     truth = params["evaluation"]["truth"]
@@ -38,11 +46,11 @@ def draws_for(system: str, model_dir: str, vignettes: pd.DataFrame, params: dict
     drawn = dict(params, evaluation=dict(params["evaluation"], answers_per_scenario=per_pool))
     table = generate_answers(system, TRUTH_RUN, model_dir, vignettes, drawn, pools=pools)
     scenario = vignettes.set_index(vignettes["vignette_id"].astype(str))["text"]
-    golds = gold_qualities(table["answer"].tolist(), [scenario[str(v)] for v in table["vignette_id"]])
+    profiles = profile_qualities_of(table["answer"].tolist(), [scenario[str(v)] for v in table["vignette_id"]])
     passed = ~(table["empty"] | table["too_long"])
     return pd.DataFrame({"system": system, "vignette_id": table["vignette_id"].astype(str), "pool": table["pool"],
                          "sample": table["sample"], "answer": table["answer"], "passed": passed.to_numpy(),
-                         "gold": golds}, columns=DRAW_COLUMNS)
+                         "gold": profiles @ SHARES, **dict(zip(PROFILE_COLUMNS, profiles.T))}, columns=DRAW_COLUMNS)
 
 
 def truth_pools(params: Mapping, system: str) -> tuple[str, ...]:

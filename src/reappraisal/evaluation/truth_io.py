@@ -52,9 +52,10 @@ from .truth import (
     contest_means,
     max_of_k_weights,
     pair_truth,
+    profile_array,
     truth_of,
 )
-from .truth_draws import check_truth_allowed, oracle_source
+from .truth_draws import PROFILE_COLUMNS, check_truth_allowed, oracle_source
 
 TRUTH_COLUMNS = ["system", "versus", "opponent", "pool", "kind", "truth", "truth_se", "n_scenarios",
                  "draws_per_scenario"]
@@ -64,7 +65,7 @@ ORACLE = "oracle:base-policy:gold"
 
 def panel_model(params: Mapping) -> PanelModel:
     """The headline judge's panel as the truth reads it (the headline judge must be a panel)."""
-    from ..data.demo_gold import RatingModel
+    from ..data.demo_gold import SHARES, RatingModel
 
     name = params["evaluation"]["headline_judge"]
     spec = load_judge(name)
@@ -72,14 +73,16 @@ def panel_model(params: Mapping) -> PanelModel:
         raise ConfigError(f"the truth is the panel's expected verdict, but the headline judge {name!r} is "
                           f"backend {spec.backend!r}", where="config evaluation.headline_judge")
     model = RatingModel.for_dimension(spec.panel["dimension"], spec.panel["study"])
-    return PanelModel.from_rating_model(spec.panel["raters"], model.multiplier, model.loading, model.reading_sd)
+    return PanelModel.from_rating_model(spec.panel["raters"], model.multiplier, model.loading, model.reading_sd,
+                                        shares=SHARES)
 
 
-def _by_scenario(frame: pd.DataFrame, pool: str, column: str = "gold", limit: int | None = None) -> dict:
+def _by_scenario(frame: pd.DataFrame, pool: str, limit: int | None = None) -> dict:
+    """Scenario -> (answers, profiles): each draw's quality per rater profile, in sample order."""
     sub = frame[frame["pool"] == pool].sort_values(["vignette_id", "sample"])
     out = {}
     for v, g in sub.groupby("vignette_id", sort=True):
-        values = g[column].to_numpy(dtype=float)
+        values = g[PROFILE_COLUMNS].to_numpy(dtype=float)
         out[str(v)] = values if limit is None else values[:limit]
     return out
 
@@ -97,7 +100,7 @@ def _ranked_by(frame: pd.DataFrame, pool: str, keys: np.ndarray) -> dict:
     for v, g in sub.groupby("vignette_id", sort=True):
         key = np.where(g["passed"].to_numpy(), g["_key"].to_numpy(dtype=float), -np.inf)
         key = np.where(np.isfinite(key), key, -np.inf)
-        out[str(v)] = g["gold"].to_numpy(dtype=float)[np.argsort(key, kind="stable")]
+        out[str(v)] = g[PROFILE_COLUMNS].to_numpy(dtype=float)[np.argsort(key, kind="stable")]
     return out
 
 
@@ -113,7 +116,7 @@ def _best_of_ranked(ranked: Mapping[str, np.ndarray], opponent: Mapping[str, np.
         vals = {}
         for s in scenarios:
             x = ranked[s][np.sort(idx_by_s[s])]  # a resample keeps the ranking order
-            against = contest_score(x[:, None], np.asarray(opponent[s], dtype=float)[None, :], panel).mean(axis=1)
+            against = contest_score(x[:, None, :], profile_array(opponent[s])[None, :, :], panel).mean(axis=1)
             vals[s] = float(max_of_k_weights(len(x), k) @ against)
         return vals
 
@@ -132,7 +135,7 @@ def compute_truths(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vig
     vignettes = split_pools(vignettes, ev, int(params["seed"]))
     opps = opponents(params)
     per = int(ev["truth"]["answers_per_scenario"])
-    fixed = {name: {str(v): np.asarray(_answer_golds(frame, vignettes, v)) for v, frame in
+    fixed = {name: {str(v): _answer_golds(frame, vignettes, v) for v, frame in
                     answer_pools(o, targets, vignettes.assign(pool=vignettes["pool"].replace("confirm", "ood"))).items()}
              for name, o in opps.items() if o.kind == "answers"}
     rows = []
@@ -207,11 +210,12 @@ def compute_truths(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vig
     return pd.concat([table, pd.DataFrame(pooled, columns=TRUTH_COLUMNS)], ignore_index=True)
 
 
-def _answer_golds(frame: pd.DataFrame, vignettes: pd.DataFrame, vignette_id) -> list[float]:
-    from ..data.demo_gold import gold_quality
+def _answer_golds(frame: pd.DataFrame, vignettes: pd.DataFrame, vignette_id) -> np.ndarray:
+    """(answers, profiles): each answer's quality per rater profile."""
+    from ..data.demo_gold import profile_qualities_of
 
     scenario = vignettes.set_index(vignettes["vignette_id"].astype(str)).loc[str(vignette_id), "text"]
-    return [gold_quality(t, scenario) for t in frame["text"]]
+    return profile_qualities_of(frame["text"].tolist(), [scenario] * len(frame))
 
 
 def world_table(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vignettes: pd.DataFrame,
