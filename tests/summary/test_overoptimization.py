@@ -43,3 +43,18 @@ def test_an_arm_without_gold_gets_a_note_not_a_number():
     frame = table.frame.set_index("arm")
     assert frame.loc["a", "overoptimized"] is False or not frame.loc["a", "overoptimized"]
     assert "gold" in frame.loc["b", "note"]
+
+
+def test_a_proxy_that_moved_only_by_float32_rounding_has_not_risen():
+    """Rewards are float32: a last window whose proxy equals the peak's up to rounding is not a rise (a demo arm's
+    two windows of rewards, all multiples of 0.375 up to rounding, once differed by 1e-8 and read as risen)."""
+    rng = np.random.default_rng(3)
+    gold = np.r_[np.linspace(0, 1, 40), np.linspace(1, 0, 40)] + rng.normal(0, 0.02, 80)  # peaks near step 40
+    proxy = rng.choice([-1.125, -0.75, -0.375, 0.0], size=80)
+    row = overoptimization_row(_log(gold, proxy), window=20)
+    proxy[-20:] = proxy[row["gold_peak_step"] - 20:row["gold_peak_step"]] + np.float32(3e-8)  # the peak window, rounded
+    row = overoptimization_row(_log(gold, proxy), window=20)
+    assert row["gold_drop"] > 2 * row["gold_drop_se"]
+    assert 0 < row["proxy_last"] - row["proxy_at_peak"] < 1e-6 and not row["overoptimized"]
+    proxy[-1] += 0.375  # one step's reward up by one notch: a rise
+    assert overoptimization_row(_log(gold, proxy), window=20)["overoptimized"]

@@ -14,8 +14,9 @@ over ``window`` steps:
   running mean KL there (Gao et al.'s x-axis; empty at β = 0, where no
   reference model is kept and no KL is logged);
 * ``overoptimized``: the gold fell from its peak by more than two standard
-  errors while the proxy rose past its value at the peak — measured on this
-  run, whatever it shows. A peak in the last window is no drop.
+  errors while the proxy rose past its value at the peak (by more than
+  float32 rounding, :data:`PROXY_RESOLUTION`) — measured on this run,
+  whatever it shows. A peak in the last window is no drop.
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ from .summary_table import Table, not_computable
 OVEROPTIMIZATION_COLUMNS = ["arm", "steps", "window", "gold_first", "gold_peak", "gold_peak_step", "gold_last",
                             "gold_drop", "gold_drop_se", "proxy_first", "proxy_at_peak", "proxy_last",
                             "sqrt_kl_at_peak", "sqrt_kl_last", "overoptimized", "note"]
+
+
+#: The proxy is computed in float32: window means closer than this are equal, not risen (a demo arm's two
+#: windows of rewards that were all multiples of 0.375 up to float32 rounding differed by 1e-8).
+PROXY_RESOLUTION = 1e-6
 
 
 def overoptimization_row(log: pd.DataFrame, window: int) -> dict:
@@ -53,7 +59,8 @@ def overoptimization_row(log: pd.DataFrame, window: int) -> dict:
             "gold_last": float(gold.iloc[last]), "gold_drop": drop, "gold_drop_se": drop_se,
             "proxy_first": float(proxy.iloc[w - 1]), "proxy_at_peak": float(proxy.iloc[peak]),
             "proxy_last": float(proxy.iloc[last]), "sqrt_kl_at_peak": sqrt_kl(peak), "sqrt_kl_last": sqrt_kl(last),
-            "overoptimized": bool(peak != last and drop > 2 * drop_se and proxy.iloc[last] > proxy.iloc[peak])}
+            "overoptimized": bool(peak != last and drop > 2 * drop_se
+                                  and proxy.iloc[last] - proxy.iloc[peak] > PROXY_RESOLUTION)}
 
 
 def overoptimization_table(arms: Sequence[str], logs: Mapping[str, pd.DataFrame | None],
