@@ -141,11 +141,6 @@ def truth_of(means: ContestMeans, *, opponent_is_draw: bool) -> Truth:
     return combined_truth([(1.0, means)], opponent_is_draw=opponent_is_draw)
 
 
-def difference_truth(a: ContestMeans, b: ContestMeans, *, opponent_is_draw: bool) -> Truth:
-    """Truth of (A's win rate − B's win rate) against one opponent, both read against the same answers."""
-    return combined_truth([(1.0, a), (-1.0, b)], opponent_is_draw=opponent_is_draw)
-
-
 def combined_truth(terms: Sequence[tuple[float, ContestMeans]], *, opponent_is_draw: bool) -> Truth:
     """Truth of Σ w·(a system's win rate) against one opponent whose answers every system reads (a difference:
     weights 1, −1; a pooled arm: 1/M per seed), on the scenarios every system answers.
