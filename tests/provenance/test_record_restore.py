@@ -103,7 +103,11 @@ def test_after_snakemake_is_killed_the_same_run_command_finishes(project):
 
     while snake is None and time.time() < deadline:
         for child in psutil.Process(launcher.pid).children(recursive=True):
-            if any("sleep" == Path(part).name for part in child.cmdline()[:1]):
+            try:
+                cmdline = child.cmdline()
+            except psutil.NoSuchProcess:  # a process that ended (or is a zombie) since the scan listed it
+                continue
+            if any("sleep" == Path(part).name for part in cmdline[:1]):
                 snake = child.parent()
                 while snake is not None and "snakemake" not in " ".join(snake.cmdline()):
                     snake = snake.parent()
