@@ -1,8 +1,9 @@
 """The truth's draws (demo only).
 
 A system's fresh answers on the pools it is evaluated on (:func:`truth_pools`)
-with their gold (and each rater profile's quality, which the panel's verdict reads), under a seed of their own, and the base policy's extra draws
-for the gold oracle.
+with their gold (and each rater profile's quality, which the panel's verdict
+reads), under a seed of their own, and the base policy's extra draws for the
+gold oracle.
 """
 
 from __future__ import annotations
@@ -11,14 +12,10 @@ from typing import Mapping
 
 import pandas as pd
 
-def _profile_columns() -> list[str]:
-    from ..data.demo_quality import PROFILES
-
-    return [f"gold_{p}" for p in PROFILES]
-
+from ..data.demo_quality import PROFILES
 
 #: ``gold``: the world's gold (the profiles' share-weighted mean); ``gold_<profile>``: each rater profile's.
-PROFILE_COLUMNS = _profile_columns()
+PROFILE_COLUMNS = [f"gold_{p}" for p in PROFILES]
 DRAW_COLUMNS = ["system", "vignette_id", "pool", "sample", "answer", "passed", "gold", *PROFILE_COLUMNS]
 TRUTH_POOLS = ("train", "ood", "confirm")
 TRUTH_RUN = 0  # the evaluation's runs are 1, 2, 3...: the truth's draws have a seed of their own
