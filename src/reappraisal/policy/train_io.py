@@ -160,6 +160,7 @@ def train_policy(
     from trl import GRPOConfig, GRPOTrainer
 
     from .epoch_sampler import epoch_ordered
+    from .generation import decoder_applies, with_project_decoder
 
     from reappraisal.atomic import atomic_path, write_json
 
@@ -185,7 +186,9 @@ def train_policy(
 
     spec = {"arm": instance.name, "reward": arm.reward, "weights": vars(arm.weights), "grpo": {k: v for k, v in settings.items() if k != "output_dir"},
             "model_dir": str(model_dir), "prompts": fingerprint(rows), "format_gate": policy["format_gate"],
-            "judges": judges_spec or {}, "num_processes": state.num_processes}
+            "judges": judges_spec or {}, "num_processes": state.num_processes,
+            # whose sampler drew the completions (a checkpoint of the other one is not this run's)
+            "decoder": "project" if decoder_applies(args, is_vlm=False) else "trl"}
     with contextlib.ExitStack() as held:
         if state.is_main_process:  # the lock is held until the outputs are in place and the work folder is gone
             # several processes cannot all be told that an orphan finished the run: they train again
@@ -204,7 +207,7 @@ def train_policy(
         reward_funcs: list[Any] = [reward]
         if gold_scorer:
             reward_funcs.append(GoldQualityLog(tokenizer=tokenizer))  # weight 0 (grpo_settings): logged, never optimized
-        trainer = epoch_ordered(GRPOTrainer)(
+        trainer = epoch_ordered(with_project_decoder(GRPOTrainer))(
             model=str(model_dir), reward_funcs=reward_funcs, args=args,
             train_dataset=Dataset.from_list(rows), processing_class=tokenizer, callbacks=list(callbacks),
         )
