@@ -117,17 +117,62 @@ def distinct_prompts(input_ids, attention_mask):
     return distinct, copies
 
 
+def reserved_cache(model, reserve: int):
+    """A ``DynamicCache`` for ``model`` whose layers keep ``reserve`` free positions after the prompt, so a decoding
+    step writes its keys and values in place instead of copying the whole cache (``DynamicLayer`` concatenates
+    at every step: about a fifth of a tiny model's decoding on CPU). The layers hand attention views of the filled
+    positions, the same numbers ``DynamicLayer`` hands it; a model with other layer kinds (sliding windows) gets
+    the plain cache."""
+    import torch
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
+
+    class ReservedLayer(DynamicLayer):
+        def update(self, key_states, value_states, *args, **kwargs):
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+            if self.keys.numel() == 0:
+                self._store(key_states, value_states, reserve)
+                return self.keys, self.values
+            filled, new = self.keys.shape[-2], key_states.shape[-2]
+            if filled + new > self._k.shape[-2]:
+                self._store(self.keys, self.values, max(new, reserve))
+            self._k[..., filled:filled + new, :] = key_states
+            self._v[..., filled:filled + new, :] = value_states
+            self.keys, self.values = self._k[..., :filled + new, :], self._v[..., :filled + new, :]
+            return self.keys, self.values
+
+        def _store(self, keys, values, spare: int) -> None:
+            """Room for ``spare`` more positions after ``keys``/``values``, which are copied in."""
+            shape = (*keys.shape[:-2], keys.shape[-2] + spare, keys.shape[-1])
+            self._k = torch.empty(shape, dtype=keys.dtype, device=keys.device)
+            self._v = torch.empty(shape, dtype=values.dtype, device=values.device)
+            n = keys.shape[-2]
+            self._k[..., :n, :], self._v[..., :n, :] = keys, values
+            self.keys, self.values = self._k[..., :n, :], self._v[..., :n, :]
+
+        def batch_select_indices(self, indices) -> None:
+            if self.get_seq_length() > 0:
+                n = self.keys.shape[-2]
+                self._k, self._v = self._k[indices, ...], self._v[indices, ...]
+                self.keys, self.values = self._k[..., :n, :], self._v[..., :n, :]
+
+    cache = DynamicCache(config=model.config)
+    if all(type(layer) is DynamicLayer for layer in cache.layers):
+        cache.layers = [ReservedLayer() for _ in cache.layers]
+    return cache
+
+
 def decode_batch(model, input_ids, attention_mask, *, max_new_tokens: int, stop: Sequence[int],
                  processors=None, rows_of_batch: _RowsOfBatch | None = None) -> list[list[int]]:
     """Each left-padded row's new tokens (up to and including its first stop token): greedy search over
     ``processors``' scores with a KV cache, a finished row leaving the batch (module doc)."""
     import torch
-    from transformers import DynamicCache
 
     stop_ids = torch.tensor(sorted(set(stop)), dtype=torch.long, device=input_ids.device)
     rows = torch.arange(input_ids.shape[0], device=input_ids.device)
     new: list[list[int]] = [[] for _ in range(input_ids.shape[0])]
-    cache = DynamicCache(config=model.config)
+    cache = reserved_cache(model, int(max_new_tokens))
     mask = attention_mask
     positions = (mask.long().cumsum(-1) - 1).masked_fill_(mask == 0, 1)  # as generate numbers padded prompts
     last_only = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
