@@ -25,13 +25,36 @@ def data_pipeline(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def demo_run(tmp_path_factory) -> Path:
+def demo_run(tmp_path_factory, worker_id) -> Path:
     """A clean checkout where the README's main command built the demo: `reappraisal run results/report.html`
     (Snakemake, then the DVC record). Every job prints the package modules it loaded into its log
-    (tests/import_probe). Tests must not change it (copy it first: see tests/test_demo_versions.py)."""
+    (tests/import_probe). Tests must not change it (copy it first: see tests/test_demo_versions.py).
+
+    The suite's workers (pytest-xdist, `scripts/test.sh`) share one build: the first worker to need it builds
+    it under a file lock in their common temporary folder; the others wait for it, or for its failure."""
+    if worker_id == "master":  # one process: the build is this session's own
+        return _build_demo(tmp_path_factory.mktemp("demo") / "repo")
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent  # the workers' common folder, fresh for every run
+    built, failed = shared / "demo.built", shared / "demo.failed"
+    with FileLock(str(shared / "demo.lock")):
+        if failed.exists():
+            pytest.fail(f"the demo build failed in another worker: {failed.read_text()}")
+        if not built.exists():
+            try:
+                _build_demo(shared / "demo" / "repo")
+            except BaseException as error:
+                failed.write_text(str(error)[-3000:] or type(error).__name__)
+                raise
+            built.touch()
+    return shared / "demo" / "repo"
+
+
+def _build_demo(repo: Path) -> Path:
     import subprocess
 
-    repo = make_clean_copy(tmp_path_factory.mktemp("demo") / "repo")
+    make_clean_copy(repo)
     proc = subprocess.run([PYTHON, "-m", "reappraisal", "run", "results/report.html", "--cores", "2"], cwd=repo,
                           capture_output=True, text=True, env=env_with_venv(IMPORT_PROBE_ENV), timeout=1500)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -49,3 +72,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.demo)
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(1800))
+    # The demo tests first (each file keeping its order): the workers start on the build, the longest single
+    # piece of the suite, instead of meeting it when the other tests are done.
+    items[:] = sorted(items, key=lambda item: item.get_closest_marker("demo") is None)
