@@ -229,7 +229,9 @@ def generate_token_ids(model, tokenizer, prompts: Sequence[str], *, max_new_toke
     prepare_for_batches(tokenizer)
     stop = stop_token_ids(model, tokenizer)
     sample = temperature > 0
-    encoded = tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
+    distinct = list(dict.fromkeys(prompts))  # sampled answers repeat their prompt: each is tokenized once
+    ids_of = dict(zip(distinct, tokenizer(distinct, add_special_tokens=False)["input_ids"]))
+    encoded = [ids_of[p] for p in prompts]
     order = sorted(range(len(prompts)), key=lambda i: -len(encoded[i]))
     out: list[GeneratedIds | None] = [None] * len(prompts)
     for b, start in enumerate(range(0, len(order), batch_size)):
