@@ -120,8 +120,8 @@ def distinct_prompts(input_ids, attention_mask):
 def reserved_cache(model, reserve: int):
     """A ``DynamicCache`` for ``model`` whose layers keep ``reserve`` free positions after the prompt, so a decoding
     step writes its keys and values in place instead of copying the whole cache (``DynamicLayer`` concatenates
-    at every step: a fifth of a tiny model's decoding under cProfile, about 5 % of a truth-draw job measured
-    without it). The layers hand attention views of the filled
+    at every step: a truth-draw job of 5,120 answers took 16.5 s with it against 19.1 s without, two at once on
+    2 cores). The layers hand attention views of the filled
     positions, the same numbers ``DynamicLayer`` hands it; a model with other layer kinds (sliding windows) gets
     the plain cache."""
     import torch
