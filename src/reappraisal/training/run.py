@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 from ..atomic import atomic_dir, replace_dir
 from ..errors import PipelineInputError
 from .checkpoints import is_training_state
+from .fused_head import score_labelled_positions_only
 from .segments import _SegmentLog, read_segments, total_seconds
 from .work_dir import WorkDir
 
@@ -110,6 +111,7 @@ def run_training(trainer, work: WorkDir, *, where: str = "training") -> RunResul
         return RunResult(step, int(state.get("max_steps") or step), loss, history, resumed_from, source,
                          read_segments(work.path))
 
+    score_labelled_positions_only()
     trainer.add_callback(log_at_save_callback())
     start_step = int(work.state["global_step"]) if work.state else 0
     segment = _SegmentLog(work.path, resumed_from, start_step, write=trainer.is_world_process_zero())
