@@ -25,6 +25,7 @@ from typing import Any, Mapping, Sequence
 
 from reappraisal.errors import PipelineInputError
 from reappraisal.training.batches import pad_right
+from reappraisal.training.fused_head import score_labelled_positions_only
 from reappraisal.training.locks import lock_work_dir
 from reappraisal.training.segments import segment_record
 from reappraisal.training.settings import set_cpu_threads
@@ -100,6 +101,7 @@ def run_warm_start(
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl.trainer.utils import add_fused_lm_head
 
     from reappraisal.atomic import atomic_dir
 
@@ -109,6 +111,9 @@ def run_warm_start(
         tok = AutoTokenizer.from_pretrained(base_dir)
         model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
         model.train()
+        # the loss from TRL's fused LM head, which projects only the answer's positions (the prompt's carry no label)
+        add_fused_lm_head(model, outputs=("log_probs",))
+        score_labelled_positions_only()
         encoded = [encode_example(tok, ex, max_length) for ex in examples]
         opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, steps // 10)))
@@ -123,7 +128,7 @@ def run_warm_start(
             idx, order = order[:batch_size], order[batch_size:]
             batch = [encoded[i] for i in idx]
             padded = pad_right([ids for ids, _ in batch], pad, labels=[lab for _, lab in batch])
-            loss = model(**padded).loss
+            loss = model(**padded, fused_lm_head=True).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
