@@ -70,21 +70,26 @@ class _RowsOfBatch:
 
 def sampling_processors(temperature: float, top_p: float, generator, rows_of_batch: _RowsOfBatch | None = None):
     """Logits processors that turn greedy search into sampling at ``temperature`` (and ``top_p``): temperature,
-    nucleus filter, then one inverse-CDF draw per row from ``generator`` (float64), returned as scores that are
-    0 at the drawn token and -inf elsewhere, so the argmax greedy search takes is the draw. With
-    ``rows_of_batch`` set, uniforms are drawn for the whole batch and its live rows take theirs."""
+    nucleus filter, then one inverse-CDF draw per row from ``generator`` (float64 uniforms against the
+    float64 cumulative sum of the float32 softmax), returned as scores that are 0 at the drawn token and -inf
+    elsewhere, so the argmax greedy search takes is the draw (:func:`next_tokens` takes the drawn tokens
+    directly). With ``rows_of_batch`` set, uniforms are drawn for the whole batch and its live rows take
+    theirs."""
     import torch
     from transformers import LogitsProcessor, LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
 
     class InverseCdfDraw(LogitsProcessor):
-        def __call__(self, input_ids, scores):
-            cdf = torch.softmax(scores.to(torch.float64), dim=-1).cumsum_(dim=-1)
+        def draw(self, scores):
+            """One token per row, ``(rows, 1)``: the row's uniform against its cumulative softmax."""
+            cdf = torch.softmax(scores, dim=-1).to(torch.float64).cumsum_(dim=-1)
             live = rows_of_batch.rows if rows_of_batch is not None else None
             n = scores.shape[0] if live is None else rows_of_batch.batch_size
             u = torch.rand((n, 1), dtype=torch.float64, generator=generator).to(cdf.device)
             u = (u if live is None else u[live]) * cdf[:, -1:]
-            drawn = torch.searchsorted(cdf, u, right=True).clamp_max_(scores.shape[-1] - 1)
-            return torch.full_like(scores, float("-inf")).scatter_(1, drawn, 0.0)
+            return torch.searchsorted(cdf, u, right=True).clamp_max_(scores.shape[-1] - 1)
+
+        def __call__(self, input_ids, scores):
+            return torch.full_like(scores, float("-inf")).scatter_(1, self.draw(scores), 0.0)
 
     processors = [TemperatureLogitsWarper(float(temperature))]
     if top_p < 1.0:
@@ -164,6 +169,20 @@ def reserved_cache(model, reserve: int):
     return cache
 
 
+def next_tokens(processors, input_ids, scores):
+    """Each row's next token: the argmax of ``processors``' scores (greedy search's choice). When the last
+    processor draws (:func:`sampling_processors`), its drawn tokens are taken as they are, without the scores
+    built for ``generate`` (the same tokens)."""
+    if processors is None:
+        return scores.argmax(dim=-1)
+    *warpers, last = processors
+    if not hasattr(last, "draw"):
+        return processors(input_ids, scores).argmax(dim=-1)
+    for warper in warpers:
+        scores = warper(input_ids, scores)
+    return last.draw(scores).squeeze(1)
+
+
 #: Finished rows leave the batch together once they are 1/COMPACT_WHEN_FINISHED of it: dropping them copies every
 #: live row's cache, so doing it at every finished row (nearly every step of a batch of 256) cost more than
 #: decoding the finished rows a few steps longer.
@@ -195,12 +214,9 @@ def decode_batch(model, input_ids, attention_mask, *, max_new_tokens: int, stop:
         else:
             logits = model(input_ids=step_input, attention_mask=mask, position_ids=positions, past_key_values=cache,
                            use_cache=True, **(last_only if step == 0 else {})).logits
-        scores = logits[:, -1, :].float()
-        if processors is not None:
-            if rows_of_batch is not None:
-                rows_of_batch.rows = rows
-            scores = processors(step_input, scores)
-        tokens = scores.argmax(dim=-1)
+        if processors is not None and rows_of_batch is not None:
+            rows_of_batch.rows = rows
+        tokens = next_tokens(processors, step_input, logits[:, -1, :].float())
         for row, token, on in zip(rows.tolist(), tokens.tolist(), live.tolist()):
             if on:
                 new[row].append(token)
