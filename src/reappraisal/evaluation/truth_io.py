@@ -111,13 +111,15 @@ def _best_of_ranked(ranked: Mapping[str, np.ndarray], opponent: Mapping[str, np.
 
     scenarios = sorted(set(ranked) & set(opponent))
     rng = np.random.default_rng(seed)
+    # each answer's mean score against the opponent, once: a resample only picks answers
+    against = {s: contest_score(ranked[s][:, None, :], profile_array(opponent[s])[None, :, :], panel).mean(axis=1)
+               for s in scenarios}
 
     def value(idx_by_s):
         vals = {}
         for s in scenarios:
-            x = ranked[s][np.sort(idx_by_s[s])]  # a resample keeps the ranking order
-            against = contest_score(x[:, None, :], profile_array(opponent[s])[None, :, :], panel).mean(axis=1)
-            vals[s] = float(max_of_k_weights(len(x), k) @ against)
+            picked = against[s][np.sort(idx_by_s[s])]  # a resample keeps the ranking order
+            vals[s] = float(max_of_k_weights(len(picked), k) @ picked)
         return vals
 
     point = value({s: np.arange(len(ranked[s])) for s in scenarios})
