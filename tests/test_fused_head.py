@@ -46,7 +46,8 @@ def test_only_labelled_positions_are_projected_and_the_results_are_the_same(tmp_
     from reappraisal.training.fused_head import score_labelled_positions_only
 
     model, ids, labels = _model_and_batch(tmp_path)
-    monkeypatch.setattr(trl_utils, "_use_triton", trl_utils._use_triton)  # restored after the test
+    # TRL's own choice, whether or not a training in this process applied the setting (restored after the test)
+    monkeypatch.setattr(trl_utils, "_use_triton", getattr(trl_utils._use_triton, "upstream", trl_utils._use_triton))
     every_row, loss, logp, entropy, grads = _forward_backward(model, ids, labels, monkeypatch)
 
     score_labelled_positions_only()
@@ -65,9 +66,9 @@ def test_applying_it_twice_wraps_once(monkeypatch):
 
     from reappraisal.training.fused_head import score_labelled_positions_only
 
-    monkeypatch.setattr(trl_utils, "_use_triton", trl_utils._use_triton)
+    monkeypatch.setattr(trl_utils, "_use_triton", getattr(trl_utils._use_triton, "upstream", trl_utils._use_triton))
     score_labelled_positions_only()
     once = trl_utils._use_triton
     score_labelled_positions_only()
-    assert trl_utils._use_triton is once
+    assert trl_utils._use_triton is once and not hasattr(once.upstream, "upstream")
     assert once(torch.device("cpu")) is True

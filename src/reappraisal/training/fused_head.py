@@ -22,21 +22,19 @@ before every trainer trains.
 
 from __future__ import annotations
 
-_APPLIED_MARK = "_reappraisal_compact_on_cpu"
-
 
 def score_labelled_positions_only() -> None:
     """Make TRL's fused LM head project only labelled positions on CPU (idempotent; CUDA and XPU as TRL does)."""
     import trl.trainer.utils as trl_utils
 
     upstream = trl_utils._use_triton
-    if getattr(upstream, _APPLIED_MARK, False):
+    if hasattr(upstream, "upstream"):  # applied already
         return
 
     def compact_on_cpu(device) -> bool:
         return device.type == "cpu" or upstream(device)
 
-    setattr(compact_on_cpu, _APPLIED_MARK, True)
+    compact_on_cpu.upstream = upstream  # TRL's own choice
     # `_fused_forward` reads the module global at every call: it decides only whether the masked positions are
     # dropped before the projection (the kernel module keeps its own for choosing Triton)
     trl_utils._use_triton = compact_on_cpu
