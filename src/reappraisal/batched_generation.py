@@ -10,8 +10,9 @@ which way) is the caller's business.
 The decoding loop is ``model.generate``'s greedy search with a KV cache, with
 one difference: rows that have emitted their stop token leave the batch (their
 cache rows are dropped) once they are a quarter of it, where ``generate`` keeps
-feeding them padding until the longest row is done. Answers vary in length (a demo batch's mean is about half
-its longest), so that halves the decoding work; every row's tokens are those
+feeding them padding until the longest row is done. Answers vary in length (a
+demo batch's mean is about half its longest), so that halves the decoding work;
+every row's tokens are those
 ``generate`` gives (a test compares the two, greedy and sampled). A prompt
 that stands in a batch several times (sampled answers to one scenario) is read
 once and its cache copied to its rows (:func:`distinct_prompts`).
@@ -61,14 +62,14 @@ def stop_token_ids(model, tokenizer) -> list[int]:
 
 
 @dataclass
-class _RowsOfBatch:
+class RowsOfBatch:
     """Which rows of a batch of ``batch_size`` a decoding step's scores belong to (None: every row, in order)."""
 
     batch_size: int
     rows: object = None
 
 
-def sampling_processors(temperature: float, top_p: float, generator, rows_of_batch: _RowsOfBatch | None = None):
+def sampling_processors(temperature: float, top_p: float, generator, rows_of_batch: RowsOfBatch | None = None):
     """Logits processors that turn greedy search into sampling at ``temperature`` (and ``top_p``): temperature,
     nucleus filter, then one inverse-CDF draw per row from ``generator`` (float64 uniforms against the
     float64 cumulative sum of the float32 softmax), returned as scores that are 0 at the drawn token and -inf
@@ -126,9 +127,8 @@ def reserved_cache(model, reserve: int):
     """A ``DynamicCache`` for ``model`` whose layers keep ``reserve`` free positions after the prompt, so a decoding
     step writes its keys and values in place instead of copying the whole cache (``DynamicLayer`` concatenates
     at every step: a truth-draw job of 5,120 answers took 16.5 s with it against 19.1 s without, two at once on
-    2 cores). The layers hand attention views of the filled
-    positions, the same numbers ``DynamicLayer`` hands it; a model with other layer kinds (sliding windows) gets
-    the plain cache."""
+    2 cores). The layers hand attention views of the filled positions, the same numbers ``DynamicLayer`` hands
+    it; a model with other layer kinds (sliding windows) gets the plain cache."""
     import torch
     from transformers import DynamicCache
     from transformers.cache_utils import DynamicLayer
@@ -190,7 +190,7 @@ COMPACT_WHEN_FINISHED = 4
 
 
 def decode_batch(model, input_ids, attention_mask, *, max_new_tokens: int, stop: Sequence[int],
-                 processors=None, rows_of_batch: _RowsOfBatch | None = None) -> list[list[int]]:
+                 processors=None, rows_of_batch: RowsOfBatch | None = None) -> list[list[int]]:
     """Each left-padded row's new tokens (up to and including its first stop token): greedy search over
     ``processors``' scores with a KV cache, finished rows leaving the batch (module doc)."""
     import torch
@@ -257,7 +257,7 @@ def generate_token_ids(model, tokenizer, prompts: Sequence[str], *, max_new_toke
         batch = {k: v.to(model.device) for k, v in batch.items()}
         processors, rows_of_batch = None, None
         if sample:
-            rows_of_batch = _RowsOfBatch(len(idx))
+            rows_of_batch = RowsOfBatch(len(idx))
             generator = torch.Generator().manual_seed(int(seed) + b)
             processors = sampling_processors(temperature, top_p, generator, rows_of_batch)
         with torch.inference_mode():

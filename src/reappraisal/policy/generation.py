@@ -53,7 +53,7 @@ def with_project_decoder(trainer_cls: type) -> type:
             from trl.models import unwrap_model_for_generation
             from trl.trainer.utils import pad
 
-            from reappraisal.batched_generation import _RowsOfBatch, decode_batch, sampling_processors
+            from reappraisal.batched_generation import RowsOfBatch, decode_batch, sampling_processors
 
             device = self.accelerator.device
             prompts = [torch.tensor(ids) for ids in prompt_ids]
@@ -61,7 +61,7 @@ def with_project_decoder(trainer_cls: type) -> type:
             mask = pad([torch.ones_like(t) for t in prompts], padding_value=0, padding_side="left").to(device)
             generator = torch.Generator().manual_seed(
                 completion_seed(self.args.seed, self.state.global_step, self.accelerator.process_index))
-            rows_of_batch = _RowsOfBatch(len(prompts))
+            rows_of_batch = RowsOfBatch(len(prompts))
             processors = sampling_processors(self.temperature, self.top_p, generator, rows_of_batch)
             with (
                 unwrap_model_for_generation(
