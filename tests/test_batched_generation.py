@@ -131,3 +131,45 @@ def test_the_fixture_batches_repeat_prompts_so_the_shared_prompt_path_is_compare
     batch = tokenizer.pad({"input_ids": encoded[:8]}, padding=True, return_tensors="pt")
     distinct, _ = distinct_prompts(batch["input_ids"], batch["attention_mask"])
     assert distinct is not None and len(distinct) < 8
+
+
+# ------------------------------------------------------------ prompts that share long prefixes (a judge's)
+
+def test_rows_sharing_prefixes_are_grouped_and_each_row_keeps_a_token_after_its_prefix():
+    from reappraisal.batched_generation import plan_shared_prefixes
+
+    instruction, first, second = list(range(100, 200)), list(range(400, 460)), list(range(500, 560))
+    rows = [instruction + first + answer for answer in ([7, 8], [9], [7, 8, 9, 10])]
+    rows += [instruction + second + answer for answer in ([7], [8, 8])]
+    plan = plan_shared_prefixes(rows)
+    assert plan is not None
+    assert sorted(sorted(g) for g in plan.groups) == [[0, 1, 2], [3, 4]]  # one group per scenario
+    for members, length in zip(plan.groups, plan.lengths):
+        assert all(rows[i][:length] == rows[members[0]][:length] for i in members)
+        assert all(len(rows[i]) > length for i in members)
+    assert sorted(plan.lengths) == [160, 160]  # the instruction and the scenario
+
+
+def test_a_split_that_saves_little_or_nothing_is_not_made():
+    from reappraisal.batched_generation import plan_shared_prefixes
+
+    assert plan_shared_prefixes([[1, 2, 3], [4, 5, 6]]) is None  # nothing shared
+    assert plan_shared_prefixes([[1, 2, 3, 4], [1, 2, 3, 5]]) is None  # shared, but a second pass costs more
+    assert plan_shared_prefixes([[1] * 300]) is None
+
+
+def test_prompts_sharing_a_long_prefix_are_read_in_two_passes_and_decode_as_generate_does(policy_with_frequent_stops):
+    from reappraisal.batched_generation import generate_token_ids, plan_shared_prefixes
+
+    model, tokenizer, prompts = policy_with_frequent_stops
+    instruction = " ".join(["Compare the two reappraisals of this scenario and say which helps more."] * 4)
+    judged = [f"{instruction} {p} A: {a}" for p in prompts[:3] for a in ("maybe they forgot", "it could pass",
+                                                                        "they were busy and tired today")]
+    encoded = tokenizer(judged, add_special_tokens=False)["input_ids"]
+    assert plan_shared_prefixes(encoded) is not None  # the two-pass prefill is what is compared
+    for temperature in (0.0, 1.0):
+        got = generate_token_ids(model, tokenizer, judged, max_new_tokens=24, batch_size=16,
+                                 temperature=temperature, seed=3)
+        expected = _generate_reference(model, tokenizer, judged, max_new_tokens=24, batch_size=16,
+                                       temperature=temperature, seed=3)
+        assert [g.ids for g in got] == expected
