@@ -372,15 +372,15 @@ def generate_token_ids(model, tokenizer, prompts: Sequence[str], *, max_new_toke
     out: list[GeneratedIds | None] = [None] * len(prompts)
     for b, start in enumerate(range(0, len(order), batch_size)):
         idx = order[start:start + batch_size]
-        batch = tokenizer.pad({"input_ids": [encoded[i] for i in idx]}, padding=True, return_tensors="pt")
-        batch = {k: v.to(model.device) for k, v in batch.items()}
+        # what tokenizer.pad gives (left padding, the pad id), without its per-token Python walk
+        input_ids, attention_mask, _ = _left_padded([encoded[i] for i in idx], tokenizer.pad_token_id, model.device)
         processors, rows_of_batch = None, None
         if sample:
             rows_of_batch = RowsOfBatch(len(idx))
             generator = torch.Generator().manual_seed(int(seed) + b)
             processors = sampling_processors(temperature, top_p, generator, rows_of_batch)
         with torch.inference_mode():
-            rows = decode_batch(model, batch["input_ids"], batch["attention_mask"], max_new_tokens=max_new_tokens,
+            rows = decode_batch(model, input_ids, attention_mask, max_new_tokens=max_new_tokens,
                                 stop=stop, processors=processors, rows_of_batch=rows_of_batch)
         for i, row in zip(idx, rows):
             out[i] = GeneratedIds(row, len(encoded[i]), row[-1] in stop)  # a row has at least one token
