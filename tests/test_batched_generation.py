@@ -173,3 +173,36 @@ def test_prompts_sharing_a_long_prefix_are_read_in_two_passes_and_decode_as_gene
         expected = _generate_reference(model, tokenizer, judged, max_new_tokens=24, batch_size=16,
                                        temperature=temperature, seed=3)
         assert [g.ids for g in got] == expected
+
+
+def test_a_decoding_step_given_the_prebuilt_mask_computes_the_same_bytes(policy_with_frequent_stops):
+    from reappraisal.batched_generation import decoding_step_mask, prefill, reserved_cache
+
+    model, tokenizer, prompts = policy_with_frequent_stops
+    batch = tokenizer.pad({"input_ids": tokenizer(prompts[:6], add_special_tokens=False)["input_ids"]},
+                          padding=True, return_tensors="pt")
+    assert int((batch["attention_mask"] == 0).sum()) > 0  # padded rows: the mask matters
+    step_mask = decoding_step_mask(model)
+    logits = []
+    for given in (lambda m: m, step_mask):
+        cache = reserved_cache(model, 4)
+        with torch.inference_mode():
+            first, mask = prefill(model, batch["input_ids"], batch["attention_mask"], cache)
+            mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
+            out = model(input_ids=first.argmax(-1)[:, None], attention_mask=given(mask),
+                        position_ids=mask.sum(-1, keepdim=True) - 1, past_key_values=cache, use_cache=True)
+        logits.append(out.logits)
+    assert step_mask(mask).ndim == 4  # the prebuilt path is the one compared
+    assert torch.equal(logits[0], logits[1])
+
+
+def test_models_whose_mask_is_not_plain_sdpa_get_the_padding_mask_as_it_is():
+    from types import SimpleNamespace
+
+    from reappraisal.batched_generation import decoding_step_mask
+
+    mask = torch.ones((2, 5), dtype=torch.long)
+    for config in (SimpleNamespace(_attn_implementation="eager", layer_types=None, sliding_window=None),
+                   SimpleNamespace(_attn_implementation="sdpa", layer_types=["sliding_attention"], sliding_window=4),
+                   SimpleNamespace(_attn_implementation="flash_attention_2", layer_types=None, sliding_window=None)):
+        assert decoding_step_mask(SimpleNamespace(config=config))(mask) is mask
