@@ -206,3 +206,24 @@ def test_models_whose_mask_is_not_plain_sdpa_get_the_padding_mask_as_it_is():
                    SimpleNamespace(_attn_implementation="sdpa", layer_types=["sliding_attention"], sliding_window=4),
                    SimpleNamespace(_attn_implementation="flash_attention_2", layer_types=None, sliding_window=None)):
         assert decoding_step_mask(SimpleNamespace(config=config))(mask) is mask
+
+
+def test_an_unpadded_decoding_step_keeps_the_mask_free_kernel(policy_with_frequent_stops):
+    """Without padding transformers hands SDPA no mask, whose kernel rounds otherwise than a masked one's."""
+    from reappraisal.batched_generation import decoding_step_mask, reserved_cache
+
+    model, tokenizer, prompts = policy_with_frequent_stops
+    ids = torch.tensor([tokenizer(prompts[0], add_special_tokens=False)["input_ids"]] * 3)
+    ids[1:, -1] = ids[0, -2]  # distinct rows of one length: no padding
+    mask = torch.ones_like(ids)
+    step_mask = decoding_step_mask(model)
+    logits = []
+    for given in (lambda m: m, step_mask):
+        cache = reserved_cache(model, 4)
+        with torch.inference_mode():
+            first = model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True).logits[:, -1]
+            full = torch.cat([mask, mask.new_ones((3, 1))], dim=1)
+            out = model(input_ids=first.argmax(-1)[:, None], attention_mask=given(full),
+                        position_ids=full.sum(-1, keepdim=True) - 1, past_key_values=cache, use_cache=True)
+        logits.append(out.logits)
+    assert torch.equal(logits[0], logits[1])
