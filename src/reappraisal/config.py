@@ -11,6 +11,7 @@ both see one configuration.
 from __future__ import annotations
 
 import copy
+import functools
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -159,11 +160,11 @@ def with_defaults(section: str, values: Mapping[str, Any] | None, schema_path: P
     """
     import jsonschema
 
-    schema = _load_schema(schema_path)
-    if section not in schema["properties"]:
+    whole = schema(schema_path)  # read only: the validator fills defaults into copies
+    if section not in whole["properties"]:
         raise KeyError(f"the config schema has no section {section!r}")
     check_renamed_keys({section: values or {}})
-    sub = {**schema["properties"][section], "$defs": schema.get("$defs", {})}
+    sub = {**whole["properties"][section], "$defs": whole.get("$defs", {})}
     out = copy.deepcopy(dict(values or {}))
     validator_cls = _validator_with_defaults(jsonschema.Draft202012Validator)
     errors = sorted(validator_cls(sub).iter_errors(out), key=lambda e: list(e.absolute_path))
@@ -180,15 +181,24 @@ def sections_with_defaults(params: Mapping[str, Any], *sections: str) -> dict[st
 
 
 def _load_schema(schema_path: Path = SCHEMA_PATH) -> dict[str, Any]:
+    """A copy of the schema (the caller may change it)."""
+    return copy.deepcopy(schema(schema_path))
+
+
+def schema(schema_path: Path = SCHEMA_PATH) -> dict[str, Any]:
+    """The config schema, parsed once per process (libyaml's parser where installed) and shared: read it, never
+    change it. Every job validates its sections through it, several dozen times in some."""
     key = str(schema_path)
     if key not in _SCHEMAS:
-        _SCHEMAS[key] = yaml.safe_load(Path(schema_path).read_text())
-    return copy.deepcopy(_SCHEMAS[key])
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        _SCHEMAS[key] = yaml.load(Path(schema_path).read_text(), Loader=loader)
+    return _SCHEMAS[key]
 
 
 _SCHEMAS: dict[str, dict[str, Any]] = {}
 
 
+@functools.cache
 def _validator_with_defaults(validator_class):
     """A jsonschema validator that fills ``default`` values (as Snakemake's validate does)."""
     from jsonschema import validators
