@@ -332,7 +332,17 @@ def decoding_step_mask(model) -> Callable:
 def decode_batch(model, input_ids, attention_mask, *, max_new_tokens: int, stop: Sequence[int],
                  processors=None, rows_of_batch: RowsOfBatch | None = None) -> list[list[int]]:
     """Each left-padded row's new tokens (up to and including its first stop token): greedy search over
-    ``processors``' scores with a KV cache, finished rows leaving the batch (module doc)."""
+    ``processors``' scores with a KV cache, finished rows leaving the batch (module doc). Runs under
+    ``torch.inference_mode`` whatever the caller's mode (GRPO samples under ``no_grad``, whose bookkeeping cost a
+    width-64 policy's decoding step 0.07 of its 0.8 ms)."""
+    import torch
+
+    with torch.inference_mode():  # only Python lists leave: nothing made here is used by autograd
+        return _decode(model, input_ids, attention_mask, max_new_tokens=max_new_tokens, stop=stop,
+                       processors=processors, rows_of_batch=rows_of_batch)
+
+
+def _decode(model, input_ids, attention_mask, *, max_new_tokens, stop, processors, rows_of_batch):
     import torch
 
     stop_ids = torch.tensor(sorted(set(stop)), dtype=torch.long, device=input_ids.device)
