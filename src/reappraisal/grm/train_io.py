@@ -35,6 +35,7 @@ from reappraisal.config import check_kl_beta, with_defaults
 from reappraisal.errors import DataValidationError, PipelineInputError
 from reappraisal.input_tables import read_table
 from reappraisal.params import parse_params
+from reappraisal.training.length_parts import in_length_parts
 from reappraisal.training.run import RunResult, export_model, finished_outputs, run_training
 from reappraisal.training.segments import total_seconds
 from reappraisal.training.settings import checkpointing_args, model_dtype, set_cpu_threads, sft_args, use_bf16
@@ -138,8 +139,8 @@ def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *
         logging_steps=int(sft["logging_steps"]),
         disable_tqdm=True,
     )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
-                         callbacks=list(callbacks))
+    trainer = in_length_parts(SFTTrainer)(model=model, args=args, train_dataset=data, processing_class=tokenizer,
+                                          callbacks=list(callbacks))
     result = run_training(trainer, work, where="grm SFT")
     export_model(trainer, result, out_dir, tokenizer=tokenizer)
     return result

@@ -1,0 +1,105 @@
+"""An SFT batch trained as length-sorted parts, each trimmed to its own longest row (core layer).
+
+A padded batch costs its longest row's length on every row, and attention the square of it: the GRM's SFT
+batches of 16 judge prompts with their verdicts (173 to 351 tokens) were 27 % padding. :func:`in_length_parts`
+makes an SFT trainer run each training batch as consecutive groups of its rows sorted by length
+(:func:`length_parts`), each trimmed to its longest row, and add the groups' losses. The step's examples, their
+token-sum loss normalised by the whole batch's label count, and so its gradient, are the batch's; only the order
+of the sums differs (the last bits). The logged entropy and token accuracy are pooled over the parts as TRL pools
+them over a batch. Evaluation and batches that are not right-padded are left as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+#: What one more part costs, in padded positions: its forward and backward calls (a few milliseconds for a tiny
+#: model, against about 70 microseconds a position for the width-128 GRM).
+PART_COST = 64
+#: TRL's per-batch means that are pooled over the parts (weighted by each part's label count).
+POOLED_METRICS = ("entropy", "mean_token_accuracy")
+
+
+def length_parts(lengths: Sequence[int], part_cost: int = PART_COST) -> list[list[int]]:
+    """Rows of a batch (indices into ``lengths``) in groups: sorted longest first, cut into consecutive groups that
+    minimise the padded positions (each group padded to its longest row) plus ``part_cost`` a group."""
+    order = sorted(range(len(lengths)), key=lambda i: -int(lengths[i]))
+    n = len(order)
+    best = [0] + [None] * n  # best[j]: the cheapest cost of the first j sorted rows; cut[j]: where its last group starts
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        for i in range(j):
+            cost = best[i] + (j - i) * int(lengths[order[i]]) + part_cost
+            if best[j] is None or cost < best[j]:
+                best[j], cut[j] = cost, i
+    groups, j = [], n
+    while j > 0:
+        groups.append(order[cut[j]:j])
+        j = cut[j]
+    return groups[::-1]
+
+
+def _right_padded_lengths(mask) -> list[int] | None:
+    import torch
+
+    lengths = mask.sum(dim=-1)
+    expected = torch.arange(mask.shape[1], device=mask.device)[None, :] < lengths[:, None]
+    return lengths.tolist() if torch.equal(mask.bool(), expected) else None
+
+
+def batch_part(inputs: Mapping[str, Any], rows: Sequence[int], width: int) -> dict[str, Any]:
+    """The ``rows`` of a batch: tensors of ``(batch, positions, ...)`` trimmed to ``width`` positions, other
+    per-row tensors sliced, anything else as it is."""
+    import torch
+
+    n, full = inputs["attention_mask"].shape
+    index = torch.as_tensor(list(rows), dtype=torch.long, device=inputs["attention_mask"].device)
+    part = {}
+    for key, value in inputs.items():
+        if isinstance(value, torch.Tensor) and value.dim() >= 2 and tuple(value.shape[:2]) == (n, full):
+            part[key] = value[index, :width]
+        elif isinstance(value, torch.Tensor) and value.dim() >= 1 and value.shape[0] == n:
+            part[key] = value[index]
+        else:
+            part[key] = value
+    return part
+
+
+def _label_count(labels) -> int:
+    return int((labels[..., 1:] != -100).sum())
+
+
+def in_length_parts(trainer_cls: type) -> type:
+    """``trainer_cls`` (TRL's ``SFTTrainer``) training each batch in length-sorted parts (module doc)."""
+
+    class InLengthParts(trainer_cls):
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            mask, labels = inputs.get("attention_mask"), inputs.get("labels")
+            lengths = None
+            if model.training and not return_outputs and mask is not None and labels is not None:
+                lengths = _right_padded_lengths(mask)
+            groups = length_parts(lengths) if lengths is not None else []
+            if len(groups) < 2:
+                return super().compute_loss(model, inputs, return_outputs=return_outputs,
+                                            num_items_in_batch=num_items_in_batch)
+            if num_items_in_batch is None:  # what each part's loss is normalised by: the whole batch's labels
+                num_items_in_batch = _label_count(labels)
+            metrics = self._metrics["train"]
+            start = {key: len(metrics[key]) for key in POOLED_METRICS}
+            loss, weights = 0, []
+            for rows in groups:
+                part = batch_part(inputs, rows, max(lengths[r] for r in rows))
+                weights.append(_label_count(part["labels"]))
+                loss = loss + super().compute_loss(model, part, num_items_in_batch=num_items_in_batch)
+            total = sum(weights)
+            for key in POOLED_METRICS:
+                values = metrics[key][start[key]:]
+                del metrics[key][start[key]:]
+                if len(values) == len(weights) and total > 0:
+                    metrics[key].append(sum(v * w for v, w in zip(values, weights)) / total)
+                else:
+                    metrics[key].extend(values)
+            return loss
+
+    InLengthParts.__name__ = InLengthParts.__qualname__ = f"InLengthParts{trainer_cls.__name__}"
+    return InLengthParts
