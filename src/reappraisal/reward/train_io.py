@@ -34,6 +34,7 @@ from reappraisal.atomic import write_json
 from reappraisal.config import with_defaults
 from reappraisal.errors import ConfigError
 from reappraisal.training.batches import pad_right
+from reappraisal.training.length_parts import batch_part, right_padded_parts
 from reappraisal.training.run import finished_model, run_training
 from reappraisal.training.settings import checkpointing_args, schedule_args, set_cpu_threads, use_bf16
 from reappraisal.training.work_dir import open_work_dir, remove_stale_temporaries, work_dir_beside
@@ -82,15 +83,19 @@ class RewardTrainConfig:
 
 def masked_mse(logits, labels):
     """Mean squared error over the entries of ``labels`` that are not NaN (unrated dimensions)."""
+    squares, count = masked_squared_errors(logits, labels)
+    return squares if count == 0 else squares / count  # no entry: a zero that keeps the graph
+
+
+def masked_squared_errors(logits, labels):
+    """``(sum of squared errors, number of entries)`` over the entries of ``labels`` that are not NaN."""
     import torch
 
     logits = logits.float()
     labels = labels.to(logits.device, torch.float32)
     mask = ~torch.isnan(labels)
-    if not bool(mask.any()):
-        return (logits * 0.0).sum()  # keeps the graph; contributes nothing
     diff = (logits - torch.nan_to_num(labels)) * mask
-    return (diff**2).sum() / mask.sum()
+    return (diff**2).sum(), int(mask.sum())
 
 
 def _torch_dataset(ids: list[list[int]], targets: np.ndarray):
@@ -127,9 +132,18 @@ def _trainer_class():
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             labels = inputs.pop("labels")
-            outputs = model(**inputs)
-            loss = masked_mse(outputs.logits, labels)
-            return (loss, outputs) if return_outputs else loss
+            parts = None
+            if model.training and not return_outputs and "attention_mask" in inputs:
+                parts = right_padded_parts(inputs["attention_mask"])
+            if parts is None:
+                outputs = model(**inputs)
+                loss = masked_mse(outputs.logits, labels)
+                return (loss, outputs) if return_outputs else loss
+            # the batch in length-sorted parts, each trimmed to its longest row: the batch's mean, summed by part
+            count = int((~labels.isnan()).sum())
+            squares = sum(masked_squared_errors(model(**batch_part(inputs, rows, width)).logits, labels[rows])[0]
+                          for rows, width in parts)
+            return squares if count == 0 else squares / count
 
     return RegressionTrainer
 

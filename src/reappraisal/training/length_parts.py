@@ -65,6 +65,16 @@ def batch_part(inputs: Mapping[str, Any], rows: Sequence[int], width: int) -> di
     return part
 
 
+def right_padded_parts(mask) -> list[tuple[list[int], int]] | None:
+    """``(rows, width)`` of each part of a right-padded batch (:func:`length_parts`); None when the batch is not
+    right-padded or is one part."""
+    lengths = _right_padded_lengths(mask)
+    groups = length_parts(lengths) if lengths is not None else []
+    if len(groups) < 2:
+        return None
+    return [(rows, max(lengths[r] for r in rows)) for rows in groups]
+
+
 def _label_count(labels) -> int:
     return int((labels[..., 1:] != -100).sum())
 
@@ -75,11 +85,10 @@ def in_length_parts(trainer_cls: type) -> type:
     class InLengthParts(trainer_cls):
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             mask, labels = inputs.get("attention_mask"), inputs.get("labels")
-            lengths = None
+            parts = None
             if model.training and not return_outputs and mask is not None and labels is not None:
-                lengths = _right_padded_lengths(mask)
-            groups = length_parts(lengths) if lengths is not None else []
-            if len(groups) < 2:
+                parts = right_padded_parts(mask)
+            if parts is None:
                 return super().compute_loss(model, inputs, return_outputs=return_outputs,
                                             num_items_in_batch=num_items_in_batch)
             if num_items_in_batch is None:  # what each part's loss is normalised by: the whole batch's labels
@@ -87,8 +96,8 @@ def in_length_parts(trainer_cls: type) -> type:
             metrics = self._metrics["train"]
             start = {key: len(metrics[key]) for key in POOLED_METRICS}
             loss, weights = 0, []
-            for rows in groups:
-                part = batch_part(inputs, rows, max(lengths[r] for r in rows))
+            for rows, width in parts:
+                part = batch_part(inputs, rows, width)
                 weights.append(_label_count(part["labels"]))
                 loss = loss + super().compute_loss(model, part, num_items_in_batch=num_items_in_batch)
             total = sum(weights)

@@ -1,0 +1,38 @@
+"""The reward model's batch trained in length-sorted parts has the batch's masked MSE and gradient."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def test_the_regression_loss_in_parts_is_the_batch_loss_with_its_gradient(tiny_base):
+    from transformers import TrainingArguments
+
+    from reappraisal.reward.base_model import load_base
+    from reappraisal.reward.train_io import _trainer_class
+    from reappraisal.training.batches import pad_right
+    from reappraisal.training.length_parts import right_padded_parts
+
+    tokenizer, model = load_base(str(tiny_base), 4, seed=0)
+    texts = ["a", "They were busy and forgot about the dinner entirely.", "Maybe", "It will pass.",
+             "Perhaps they needed time alone after a long and difficult week at work.", "ok"]
+    ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    labels = torch.tensor([[1.0, 2.0, math.nan, 0.5]] * 3 + [[0.0, math.nan, 1.0, 3.0]] * 3)
+    batch = pad_right(ids, tokenizer.pad_token_id)
+    assert right_padded_parts(batch["attention_mask"]) is not None  # split: the split is what is compared
+    trainer = _trainer_class()(model=model, args=TrainingArguments(output_dir="/tmp/unused", use_cpu=True,
+                                                                   report_to=[]))
+    results = []
+    for training in (False, True):  # eval mode: one forward over the batch; train mode: the parts
+        model.train(training)
+        model.zero_grad()
+        loss = trainer.compute_loss(model, {**batch, "labels": labels.clone()})
+        loss.backward()
+        results.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
+    (whole, grads), (parts, grads_p) = results
+    assert torch.allclose(parts, whole, rtol=1e-6, atol=0)
+    assert grads.keys() == grads_p.keys()
+    for name, grad in grads.items():
+        assert torch.allclose(grads_p[name], grad, rtol=1e-4, atol=1e-7), name
