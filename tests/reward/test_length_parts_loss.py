@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 
@@ -36,3 +37,38 @@ def test_the_regression_loss_in_parts_is_the_batch_loss_with_its_gradient(tiny_b
     assert grads.keys() == grads_p.keys()
     for name, grad in grads.items():
         assert torch.allclose(grads_p[name], grad, rtol=1e-4, atol=1e-7), name
+
+
+def test_the_bradley_terry_loss_in_parts_is_the_batch_loss_with_its_gradient(tiny_base, tmp_path):
+    from datasets import Dataset
+    from trl import RewardConfig, RewardTrainer
+
+    from reappraisal.reward.bradley_terry_io import load_bt_base
+    from reappraisal.training.length_parts import classifier_in_length_parts, right_padded_parts
+
+    tokenizer, model = load_bt_base(str(tiny_base), seed=0)
+    chosen = ["They were busy and forgot about the dinner entirely.", "It will pass.", "Maybe",
+              "Perhaps they needed time alone after a long and difficult week at work."]
+    rejected = ["ok", "They meant to hurt me.", "Nobody cares about me and nobody ever will, I am sure.", "no"]
+    encode = lambda texts: [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]  # noqa: E731
+    data = Dataset.from_dict({"chosen_ids": encode(chosen), "rejected_ids": encode(rejected)})
+    args = RewardConfig(output_dir=str(tmp_path), per_device_train_batch_size=4, use_cpu=True, report_to=[],
+                        disable_tqdm=True, center_rewards_coefficient=0.01)
+    results = []
+    for trainer_cls in (RewardTrainer, classifier_in_length_parts(RewardTrainer)):
+        trainer = trainer_cls(model=model, args=args, train_dataset=data, processing_class=tokenizer)
+        batch = next(iter(trainer.get_train_dataloader()))
+        assert right_padded_parts(batch["attention_mask"]) is not None  # the split is what is compared
+        model.train()
+        model.zero_grad()
+        loss = trainer.compute_loss(model, dict(batch))
+        loss.backward()
+        metrics = {k: list(v) for k, v in trainer._metrics["train"].items()}
+        results.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None},
+                        metrics))
+    (whole, grads, metrics), (parts, grads_p, metrics_p) = results
+    assert torch.allclose(parts, whole, rtol=1e-6, atol=0)
+    for name, grad in grads.items():
+        assert torch.allclose(grads_p[name], grad, rtol=1e-4, atol=1e-7), name
+    for key in ("accuracy", "margin", "mean_reward", "num_tokens"):
+        assert metrics_p[key] == pytest.approx(metrics[key], rel=1e-5), key

@@ -39,6 +39,7 @@ import pandas as pd
 from reappraisal.atomic import write_json
 from reappraisal.config import with_defaults
 from reappraisal.errors import ConfigError, DataValidationError, PipelineInputError
+from reappraisal.training.length_parts import classifier_in_length_parts
 from reappraisal.training.run import finished_model, run_training
 from reappraisal.training.settings import checkpointing_args, schedule_args, set_cpu_threads, use_bf16
 from reappraisal.training.work_dir import fingerprint, open_work_dir, remove_stale_temporaries, work_dir_beside
@@ -254,8 +255,8 @@ def train_bradley_terry(
     with open_work_dir(work_dir_beside(out_dir), spec) as work:
         remove_stale_temporaries(out_dir)
         args = RewardConfig(**reward_config_args(cfg, work.path, seed=seed, bf16=bf16, use_cpu=use_cpu))
-        trainer = RewardTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
-                                callbacks=list(callbacks))
+        trainer = classifier_in_length_parts(RewardTrainer)(model=model, args=args, train_dataset=data,
+                                                            processing_class=tokenizer, callbacks=list(callbacks))
         result = run_training(trainer, work, where="Bradley-Terry reward model")
 
         with finished_model(trainer, result, work, out_dir, tokenizer=tokenizer) as tmp:

@@ -11,6 +11,7 @@ them over a batch. Evaluation and batches that are not right-padded are left as 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
 
 #: What one more part costs, in padded positions: its forward and backward calls (a few milliseconds for a tiny
@@ -112,3 +113,41 @@ def in_length_parts(trainer_cls: type) -> type:
 
     InLengthParts.__name__ = InLengthParts.__qualname__ = f"InLengthParts{trainer_cls.__name__}"
     return InLengthParts
+
+
+class _ForwardInParts:
+    """A sequence classifier called on a right-padded batch: its logits computed in length-sorted parts, each
+    trimmed to its longest row, and returned in the batch's row order (one row of logits per row)."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+
+    def __call__(self, *, input_ids, attention_mask, **kwargs):
+        import torch
+
+        parts = right_padded_parts(attention_mask)
+        if parts is None:
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+        pieces, order = [], []
+        for rows, width in parts:
+            index = torch.as_tensor(rows, dtype=torch.long, device=input_ids.device)
+            out = self.model(input_ids=input_ids[index, :width], attention_mask=attention_mask[index, :width], **kwargs)
+            pieces.append(out.logits)
+            order.extend(rows)
+        logits = torch.cat(pieces)[torch.as_tensor(order, device=input_ids.device).argsort()]
+        return SimpleNamespace(logits=logits)
+
+
+def classifier_in_length_parts(trainer_cls: type) -> type:
+    """``trainer_cls`` (TRL's ``RewardTrainer``) whose training forward runs a batch in length-sorted parts, each
+    trimmed to its longest row; the loss is TRL's, on the same logits in the same order (module doc)."""
+
+    class ClassifierInLengthParts(trainer_cls):
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            if model.training and not return_outputs and "attention_mask" in inputs:
+                model = _ForwardInParts(model)
+            return super().compute_loss(model, inputs, return_outputs=return_outputs,
+                                        num_items_in_batch=num_items_in_batch)
+
+    ClassifierInLengthParts.__name__ = ClassifierInLengthParts.__qualname__ = f"InLengthParts{trainer_cls.__name__}"
+    return ClassifierInLengthParts
