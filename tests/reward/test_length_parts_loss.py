@@ -50,7 +50,10 @@ def test_the_bradley_terry_loss_in_parts_is_the_batch_loss_with_its_gradient(tin
     chosen = ["They were busy and forgot about the dinner entirely.", "It will pass.", "Maybe",
               "Perhaps they needed time alone after a long and difficult week at work."]
     rejected = ["ok", "They meant to hurt me.", "Nobody cares about me and nobody ever will, I am sure.", "no"]
-    encode = lambda texts: [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]  # noqa: E731
+
+    def encode(texts):
+        return [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+
     data = Dataset.from_dict({"chosen_ids": encode(chosen), "rejected_ids": encode(rejected)})
     args = RewardConfig(output_dir=str(tmp_path), per_device_train_batch_size=4, use_cpu=True, report_to=[],
                         disable_tqdm=True, center_rewards_coefficient=0.01)

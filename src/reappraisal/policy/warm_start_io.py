@@ -26,6 +26,7 @@ from typing import Any, Mapping, Sequence
 from reappraisal.errors import PipelineInputError
 from reappraisal.training.batches import pad_right
 from reappraisal.training.fused_head import score_labelled_positions_only
+from reappraisal.training.length_parts import fused_head_loss_in_parts
 from reappraisal.training.locks import lock_work_dir
 from reappraisal.training.segments import segment_record
 from reappraisal.training.settings import set_cpu_threads
@@ -128,7 +129,7 @@ def run_warm_start(
             idx, order = order[:batch_size], order[batch_size:]
             batch = [encoded[i] for i in idx]
             padded = pad_right([ids for ids, _ in batch], pad, labels=[lab for _, lab in batch])
-            loss = model(**padded, fused_lm_head=True).loss
+            loss = fused_head_loss_in_parts(model, padded)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()

@@ -80,6 +80,18 @@ def _label_count(labels) -> int:
     return int((labels[..., 1:] != -100).sum())
 
 
+def fused_head_loss_in_parts(model, batch: Mapping[str, Any]):
+    """The mean token loss of a right-padded labelled ``batch`` (``input_ids``, ``attention_mask``, ``labels``)
+    through TRL's fused LM head (``add_fused_lm_head``), run in length-sorted parts: each part's summed loss over
+    the whole batch's label count."""
+    parts = right_padded_parts(batch["attention_mask"])
+    if parts is None:
+        return model(**batch, fused_lm_head=True).loss
+    n = max(_label_count(batch["labels"]), 1)
+    return sum(model(**batch_part(batch, rows, width), fused_lm_head=True, num_items_in_batch=n).loss
+               for rows, width in parts)
+
+
 def in_length_parts(trainer_cls: type) -> type:
     """``trainer_cls`` (TRL's ``SFTTrainer``) training each batch in length-sorted parts (module doc)."""
 
