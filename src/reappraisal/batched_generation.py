@@ -404,9 +404,8 @@ def generate_token_ids(model, tokenizer, prompts: Sequence[str], *, max_new_toke
             rows_of_batch = RowsOfBatch(len(idx))
             generator = torch.Generator().manual_seed(int(seed) + b)
             processors = sampling_processors(temperature, top_p, generator, rows_of_batch)
-        with torch.inference_mode():
-            rows = decode_batch(model, input_ids, attention_mask, max_new_tokens=max_new_tokens,
-                                stop=stop, processors=processors, rows_of_batch=rows_of_batch)
+        rows = decode_batch(model, input_ids, attention_mask, max_new_tokens=max_new_tokens, stop=stop,
+                            processors=processors, rows_of_batch=rows_of_batch)
         for i, row in zip(idx, rows):
             out[i] = GeneratedIds(row, len(encoded[i]), row[-1] in stop)  # a row has at least one token
         if progress is not None:
