@@ -1,12 +1,18 @@
-"""An SFT batch trained as length-sorted parts, each trimmed to its own longest row (core layer).
+"""A training batch run as length-sorted parts, each trimmed to its own longest row (core layer).
 
 A padded batch costs its longest row's length on every row, and attention the square of it: the GRM's SFT
-batches of 16 judge prompts with their verdicts (173 to 351 tokens) were 27 % padding. :func:`in_length_parts`
-makes an SFT trainer run each training batch as consecutive groups of its rows sorted by length
-(:func:`length_parts`), each trimmed to its longest row, and add the groups' losses. The step's examples, their
-token-sum loss normalised by the whole batch's label count, and so its gradient, are the batch's; only the order
-of the sums differs (the last bits). The logged entropy and token accuracy are pooled over the parts as TRL pools
-them over a batch. Evaluation and batches that are not right-padded are left as they are.
+batches of 16 judge prompts with their verdicts (173 to 351 tokens) were 27 % padding. A right-padded training
+batch is run as consecutive groups of its rows sorted by length (:func:`length_parts`), each trimmed to its
+longest row (:func:`right_padded_parts`, :func:`batch_part`), and the groups' losses add up to the batch's: the
+step's examples, their loss normalised as over the whole batch, and so its gradient, are the batch's; only the
+order of the sums differs (the last bits). Evaluation and batches that are not right-padded are left as they are.
+
+- :func:`in_length_parts`: TRL's ``SFTTrainer`` (the GRM's SFT); each part's token-sum loss over the whole
+  batch's label count, the logged entropy and token accuracy pooled over the parts as TRL pools them over a batch.
+- :func:`classifier_in_length_parts`: TRL's ``RewardTrainer`` (the Bradley-Terry model); the classifier's logits
+  computed by part and put back in the batch's order, TRL's loss on them.
+- :func:`fused_head_loss_in_parts`: a loop's loss through TRL's fused LM head (the warm start).
+- The reward models' trainer sums its masked squared errors by part (``reward/train_io.py``).
 """
 
 from __future__ import annotations
