@@ -31,6 +31,7 @@ from ..errors import PipelineInputError
 from ..config import sections_with_defaults
 from ..params import parse_params
 from ..input_tables import read_table
+from ..training.length_parts import in_length_parts
 from ..training.run import finished_model, run_training
 from ..training.settings import checkpointing_args, model_dtype, set_cpu_threads, sft_args, use_bf16
 from ..training.work_dir import fingerprint, open_work_dir, remove_stale_temporaries, work_dir_beside
@@ -112,8 +113,8 @@ def train_demo_judge(base_dir: str, targets: pd.DataFrame, vignettes: pd.DataFra
             logging_steps=10,
             disable_tqdm=False,
         )
-        trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_dict(examples), processing_class=tokenizer,
-                             callbacks=list(callbacks))
+        trainer = in_length_parts(SFTTrainer)(model=model, args=args, train_dataset=Dataset.from_dict(examples),
+                                              processing_class=tokenizer, callbacks=list(callbacks))
         result = run_training(trainer, work, where="train_demo_judge")
         summary = {
             "base": base_dir,
