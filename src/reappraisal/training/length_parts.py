@@ -7,7 +7,7 @@ longest row (:func:`right_padded_parts`, :func:`batch_part`), and the groups' lo
 step's examples, their loss normalised as over the whole batch, and so its gradient, are the batch's; only the
 order of the sums differs (the last bits). Evaluation and batches that are not right-padded are left as they are.
 
-- :func:`in_length_parts`: TRL's ``SFTTrainer`` (the GRM's SFT); each part's token-sum loss over the whole
+- :func:`in_length_parts`: TRL's ``SFTTrainer`` (the GRM's and the demo judge's SFT); each part's token-sum loss over the whole
   batch's label count, the logged entropy and token accuracy pooled over the parts as TRL pools them over a batch.
 - :func:`classifier_in_length_parts`: TRL's ``RewardTrainer`` (the Bradley-Terry model); the classifier's logits
   computed by part and put back in the batch's order, TRL's loss on them.
