@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reappraisal.import_closure import closure, closure_files
+from reappraisal.import_closure import closure, closure_files, external_imports
 from reappraisal.workflow_dvc import cli_commands, entry_modules
 from tests.workflow_utils import REPO
 
@@ -82,3 +82,15 @@ def test_every_cli_command_resolves_to_a_module_of_this_checkout():
     for command, target in commands.items():
         module = target.split(":")[0]
         assert closure(REPO / "src", [module]), command
+
+
+def test_external_imports_are_the_required_ones_outside_the_package(src):
+    write(src, "reappraisal/a/engine.py", (
+        "import os.path\nimport numpy as np\nfrom yaml import safe_load\nfrom typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    import pandas\n"
+        "try:\n    import vllm\nexcept ImportError:\n    import fallback_engine\n"
+        "def run():\n    from tenacity import Retrying  # lazy, still required when it runs\n"
+    ))
+    found = external_imports(src, closure(src, ["reappraisal.a.engine", "reappraisal.a.stage"]))
+    assert found == {"numpy": {"reappraisal.a.engine", "reappraisal.a.stage"}, "yaml": {"reappraisal.a.engine"},
+                     "tenacity": {"reappraisal.a.engine"}, "fallback_engine": {"reappraisal.a.engine"}}

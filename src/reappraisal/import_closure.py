@@ -8,7 +8,8 @@ is followed, relative imports are resolved, ``from pkg import name`` counts
 ``__init__.py`` of ``a`` and ``a.b`` (Python executes them). Non-Python files
 inside a package of the closure (templates, packaged YAML) are package data the
 code may read, and count too. Modules outside the package (torch, pandas) are
-pinned by the lock file, not tracked here.
+pinned by the lock file; :func:`external_imports` lists the ones a closure needs
+(each stage's conda environment must install them, `tests/test_stage_envs.py`).
 
 The result over-approximates what one run imports (a branch not taken still
 counts), which is the safe direction for lineage: a code change can make a
@@ -105,3 +106,59 @@ def _inside_subpackage(path: Path, package_dir: Path) -> bool:
         if (parent / "__init__.py").is_file():
             return True
     return False
+
+
+_OPTIONAL_GUARDS = {"ImportError", "ModuleNotFoundError"}
+
+
+def _guarded(node: ast.AST) -> bool:
+    """``try:`` whose handlers catch a failed import, or ``if TYPE_CHECKING:``: imports under it are optional."""
+    if isinstance(node, ast.Try):
+        names = set()
+        for handler in node.handlers:
+            kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+            names.update(k.id if isinstance(k, ast.Name) else getattr(k, "attr", "") for k in kinds if k is not None)
+        return bool(names & _OPTIONAL_GUARDS)
+    if isinstance(node, ast.If):
+        test = node.test
+        return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+            isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    return False
+
+
+def _required_imports(node: ast.AST, found: set[str]) -> None:
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Import):
+            found.update(alias.name for alias in child.names)
+        elif isinstance(child, ast.ImportFrom) and not child.level and child.module:
+            found.add(child.module)
+        elif _guarded(child):
+            body = child.body
+            rest = [n for n in ast.iter_child_nodes(child) if n not in body and not isinstance(n, ast.expr)]
+            for part in rest:  # the handlers and `else:` run without the guarded imports
+                _required_imports(part, found)
+        else:
+            _required_imports(child, found)
+
+
+def external_imports(src: Path, modules: Iterable[str], package: str = PACKAGE) -> dict[str, set[str]]:
+    """Top-level modules outside ``package`` and the standard library that ``modules`` import, each with the
+    package modules importing it (pass a :func:`closure`: what a stage runs).
+
+    Imports inside a ``try:`` that catches ``ImportError``/``ModuleNotFoundError`` (an optional engine such
+    as vLLM) and under ``if TYPE_CHECKING:`` are not required to run and are left out.
+    """
+    import sys
+
+    out: dict[str, set[str]] = {}
+    for module in modules:
+        path = module_path(src, module)
+        if path is None:
+            raise FileNotFoundError(f"module {module!r} not found under {src}")
+        found: set[str] = set()
+        _required_imports(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)), found)
+        for name in found:
+            top = name.split(".")[0]
+            if top not in (package, "__future__") and top not in sys.stdlib_module_names:
+                out.setdefault(top, set()).add(module)
+    return out
