@@ -92,3 +92,26 @@ def test_the_pipeline_page_has_a_row_for_every_rule():
              if line.startswith("| ")]
     named = {word for cell in table for word in re.findall(r"\w+", cell)}
     assert sorted(rules - named) == []
+
+
+
+COUNTS = re.compile(r"\b\d[\d,]* (?:tests|passed)\b")
+TARGET = re.compile(r"(?:suite under|held to|keep the suite under) ~?(\d+) minutes")
+
+
+def numbers_elsewhere(texts: dict[str, str], home: str = "benchmarks/README.md") -> list[str]:
+    """`page:line: text` for each test count stated outside ``home`` (the one place for the suite's
+    measurements) and each suite time limit that is not the one ``home`` holds the suite to."""
+    target = re.search(r"against the (\d+)-minute target", texts[home]).group(1)
+    return [f"{page}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}" for page, text in texts.items() if page != home
+            for m in [*COUNTS.finditer(text), *(m for m in TARGET.finditer(text) if m.group(1) != target)]]
+
+
+def test_the_suites_counts_and_times_live_in_one_place():
+    texts = {page: (REPO / page).read_text() for page in doc_pages()}
+    assert numbers_elsewhere(texts) == []
+    planted = {"docs/testing.md": "runs everything (1,119 tests; 12 min), held to 15 minutes",
+               "docs/CONVENTIONS.md": "keep the suite under ~20 minutes on 2 cores",
+               "benchmarks/README.md": "| 1,136 passed | against the 15-minute target"}
+    assert numbers_elsewhere(planted) == ["docs/testing.md:1: 1,119 tests",
+                                          "docs/CONVENTIONS.md:1: keep the suite under ~20 minutes"]
