@@ -14,6 +14,12 @@ headers one byte every ``trickle_headers`` seconds, never ending them;
 ``cut`` sends the first ``cut`` bytes of the body (chunked, or with a
 Content-Length promising all of it when ``cut_chunked`` is false) and closes
 the connection. Trickles stop when the client hangs up or the server closes.
+A reply's ``finish_reason`` is ``stop`` unless the :class:`Reply` names
+another (``length``: a reply cut at ``max_tokens``). ``echo_headers`` puts
+the request's headers (the ``Authorization`` line included) in the message
+content, as a debugging proxy that echoes them would. A :class:`Reply` with
+a 3xx ``status`` and a ``Location`` header redirects; the server answers
+requests to any path.
 """
 
 from __future__ import annotations
@@ -44,12 +50,19 @@ class Reply:
     framing: str = "chunked"
     #: The ``model`` the reply says answered (default: the one the request asked for, as a real endpoint does).
     model: str | None = None
+    #: The choice's ``finish_reason`` (``length``: cut at max_tokens; None: the field is left out).
+    finish_reason: str | None = "stop"
+    #: Append the request's headers to the content (a proxy echoing them).
+    echo_headers: bool = False
 
 
-def completion_json(content: str, model: str = "fake") -> bytes:
+def completion_json(content: str, model: str = "fake", finish_reason: str | None = "stop") -> bytes:
+    choice = {"index": 0, "message": {"role": "assistant", "content": content}}
+    if finish_reason is not None:
+        choice["finish_reason"] = finish_reason
     return json.dumps({
         "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "choices": [choice],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }).encode()
 
@@ -100,8 +113,12 @@ class FakeOpenAI:
                 if reply.delay:
                     time.sleep(reply.delay)
                 served = reply.model or (body.get("model") if isinstance(body.get("model"), str) else "fake")
+                content = reply.content or ""
+                if reply.echo_headers:
+                    content += "\n" + "\n".join(f"{k}: {v}" for k, v in self.headers.items())
                 payload = reply.raw if reply.raw is not None else (
-                    completion_json(reply.content or "", model=served) if reply.status == 200 else b'{"error": "fake"}')
+                    completion_json(content, model=served, finish_reason=reply.finish_reason) if reply.status == 200
+                    else b'{"error": "fake"}')
                 try:
                     if reply.trickle_headers is not None:
                         self.close_connection = True

@@ -103,7 +103,7 @@ def test_an_unknown_backend(tmp_path, capfd):
 def test_an_endpoint_that_never_answers(tmp_path, capfd):
     with FakeOpenAI(lambda body, n: Reply("VERDICT: A", delay=2.0)) as srv:
         argv, out = _world(tmp_path, srv.base_url)
-        _fails(argv, out, capfd, "call(s) to judge 'fake-judge' failed", "no answer within 0.5 s", "rerun")
+        _fails(argv, out, capfd, "call(s) to judge 'fake-judge'", "no answer within 0.5 s", "rerun")
 
 
 def test_an_api_key_variable_that_is_not_set(tmp_path, capfd, monkeypatch):

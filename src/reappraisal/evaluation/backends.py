@@ -16,7 +16,13 @@ said served it (``served_model``), which is recorded with its judgment.
   endpoint (a vLLM server, a hosted API). The API key is read from the
   environment variable the judge YAML names and sent as ``Authorization:
   Bearer``; it is never logged, never put in an error message and never
-  written to an artifact. Each attempt has a wall-clock deadline
+  written to an artifact: it is removed from every reply (its text and the
+  model it names) before the reply is cached, so a server or proxy that
+  echoes the request's headers cannot put it in the results. A reply the
+  model did not finish (``finish_reason`` ``length``, ...) is kept marked
+  (:mod:`.finish_reason`): unparseable, never a verdict. A redirect stops the
+  stage naming where it led, unless ``request.follow_redirects`` (each reply
+  then records the address that answered). Each attempt has a wall-clock deadline
   (``request.timeout_s``, for the whole attempt: connecting, the headers and
   the body, which is streamed), not only a limit per socket read: when it
   passes, the connection is shut down (:class:`_Deadline`), so a server that
@@ -24,7 +30,7 @@ said served it (``served_model``), which is recorded with its judgment.
   connection errors, deadlines, truncated or undecodable bodies, malformed
   responses and any unexpected exception are retried with exponential backoff
   (:mod:`reappraisal.http_retry`), honouring ``Retry-After`` when the server
-  sends it; when every attempt failed the call is a :class:`CallFailure`
+  sends it (capped at ``request.max_backoff_s``); when every attempt failed the call is a :class:`CallFailure`
   (counted, never cached), and the other calls are still asked. A body larger
   than ``request.max_reply_bytes`` is a failed attempt too (never cached). A
   reply whose ``model`` field names another model than the judge's (or one of
@@ -49,7 +55,9 @@ from typing import Iterator, Mapping, Sequence
 
 from ..errors import ConfigError, PipelineInputError
 from ..http_retry import Backoff, Retryable, call_with_retries, parse_retry_after
+from ..data.quoting import quote
 from .cache import model_fingerprint
+from .finish_reason import mark_unfinished
 from .generation import Decoding, generate_hf, load_generator, render_prompts
 from .judge_spec import JudgeSpec
 
@@ -57,13 +65,15 @@ Conversation = Sequence[Mapping[str, str]]
 
 
 class Reply(str):
-    """A reply's text, with the model the endpoint's response named (``served_model``; None when it named none)."""
+    """A reply's text, with the model the endpoint's response named (``served_model``; None when it named none)
+    and the address that answered when a followed redirect led elsewhere (``url``; None when not redirected)."""
 
     served_model: str | None
+    url: str | None
 
-    def __new__(cls, text: str, served_model: str | None = None) -> "Reply":
+    def __new__(cls, text: str, served_model: str | None = None, url: str | None = None) -> "Reply":
         reply = super().__new__(cls, text)
-        reply.served_model = served_model
+        reply.served_model, reply.url = served_model, url
         return reply
 
 
@@ -241,6 +251,7 @@ class OpenAIBackend:
         self.concurrency = int(req["concurrency"])
         self.max_reply_bytes = int(req["max_reply_bytes"])
         self.accepted_models = {spec.model, *req["accepted_models"]}
+        self.follow_redirects = bool(req["follow_redirects"])
         self._headers = {"Content-Type": "application/json"}
         self._key = None
         if spec.api_key_env:
@@ -290,6 +301,17 @@ class OpenAIBackend:
         return EndpointRefused(self._redact(f"{self.url} answered HTTP {resp.status_code} ({resp.reason}): {what}"),
                                where=self.spec.path)
 
+    def _redirected(self, resp) -> EndpointRefused:
+        """A redirect the judge does not follow (``request.follow_redirects`` false, or a 3xx at its end)."""
+        where = resp.headers.get("Location")
+        to = f"to {quote(self._redact(where))}" if where else "without a Location"
+        fix = ("set base_url to the new address if the endpoint moved, or request.follow_redirects: true to follow "
+               "redirects (each reply then records the address that answered)") if not self.follow_redirects else \
+            "the redirects led to no endpoint; set base_url to the endpoint's address"
+        return EndpointRefused(self._redact(f"{self.url} answered HTTP {resp.status_code}, a redirect {to}; the "
+                                            f"judge's requests (and its API key) go nowhere else unasked: {fix}"),
+                               where=self.spec.path)
+
     def _read_body(self, resp, deadline: _Deadline) -> bytes:
         parts, size = [], 0
         for chunk in resp.iter_content(chunk_size=1 << 14):
@@ -303,9 +325,11 @@ class OpenAIBackend:
 
     def _post_once(self, conversation: Conversation, deadline: _Deadline) -> str:
         resp = self._session.post(self.url, json=self.body(conversation), headers=self._headers, timeout=self.timeout,
-                                  stream=True)
+                                  stream=True, allow_redirects=self.follow_redirects)
         with resp:  # closes the connection unless the body was read to its end
             deadline.attach(getattr(resp.raw, "connection", None))  # a connection not from the tracking pools
+            if 300 <= resp.status_code < 400:
+                raise self._redirected(resp)
             if resp.status_code in (408, 429) or resp.status_code >= 500:
                 raise Retryable(f"HTTP {resp.status_code}", parse_retry_after(resp.headers.get("Retry-After")))
             if resp.status_code >= 400:
@@ -313,7 +337,8 @@ class OpenAIBackend:
             raw = self._read_body(resp, deadline)
         try:
             data = json.loads(raw)
-            content = data["choices"][0]["message"]["content"]
+            choice = data["choices"][0]
+            content = choice["message"]["content"]
         except UnicodeDecodeError:
             raise Retryable("undecodable response (not UTF-8)") from None
         except (ValueError, KeyError, IndexError, TypeError):
@@ -321,12 +346,15 @@ class OpenAIBackend:
         if not isinstance(content, str):
             raise Retryable("malformed response (message content is not text)")
         served = data.get("model") if isinstance(data, dict) else None
-        if isinstance(served, str) and served not in self.accepted_models:
+        served = self._redact(served) if isinstance(served, str) else None
+        if served is not None and served not in self.accepted_models:
             raise EndpointRefused(
                 f"{self.url} answered as model {served!r}, not {self.spec.model!r}: its verdicts would pass for the "
                 "calibrated judge's (a proxy routing to another model?); if it is the same model under another name, "
                 "list it in request.accepted_models", where=self.spec.path)
-        return Reply(content, served if isinstance(served, str) else None)
+        reason = choice.get("finish_reason") if isinstance(choice, dict) else None
+        text = mark_unfinished(self._redact(content), None if reason is None else self._redact(str(reason)))
+        return Reply(text, served, self._redact(resp.url) if resp.history else None)
 
     def _as_retryable(self, exc: Exception, deadline: _Deadline) -> Retryable:
         """The failed attempt ``exc`` as a :class:`Retryable` with a one-line reason."""

@@ -12,7 +12,9 @@ replies instead of asking again. (Files written before the key was built
 this way simply miss: their calls are asked again.)
 
 A line also holds the model the endpoint said served the reply (``model``,
-when it said one), so each judgment records the model it came from.
+when it said one), so each judgment records the model it came from, and the
+address that answered when the request was redirected there (``url``, only
+with the judge's ``request.follow_redirects``).
 
 Only replies the judge actually gave are stored (including replies with no
 parseable verdict, which are counted as ``error``); a call that failed
@@ -53,6 +55,7 @@ class ReplyCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._models: dict[str, str] = {}
+        self._urls: dict[str, str] = {}  # the address that answered a redirected request
         self._replies: dict[str, str] = dict(self._read())
         self._handle = None
 
@@ -72,6 +75,10 @@ class ReplyCache:
                     self._models[key] = record["model"]
                 else:
                     self._models.pop(key, None)
+                if isinstance(record.get("url"), str):
+                    self._urls[key] = record["url"]
+                else:
+                    self._urls.pop(key, None)
                 yield key, reply
 
     def __len__(self) -> int:
@@ -90,13 +97,19 @@ class ReplyCache:
         """The model the endpoint said served the reply of ``key`` (None when it said none, or for a local judge)."""
         return self._models.get(key)
 
+    def url(self, key: str) -> str | None:
+        """The address that answered the request of ``key`` when it was redirected there, else None."""
+        return self._urls.get(key)
+
     def _line(self, key: str, reply: str) -> str:
-        model = self._models.get(key)
-        record = {"key": key, "reply": str(reply), **({"model": model} if model is not None else {})}
+        model, url = self._models.get(key), self._urls.get(key)
+        record = {"key": key, "reply": str(reply), **({"model": model} if model is not None else {}),
+                  **({"url": url} if url is not None else {})}
         return json.dumps(record, ensure_ascii=False) + "\n"
 
-    def put(self, key: str, reply: str, served_model: str | None = None) -> None:
-        """Store one reply (and the model that served it, when known) and flush it to disk at once."""
+    def put(self, key: str, reply: str, served_model: str | None = None, url: str | None = None) -> None:
+        """Store one reply (the model that served it and the address a redirect led to, when known) and flush it
+        to disk at once."""
         if self._handle is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             cut_torn_tail(self.path)
@@ -105,6 +118,10 @@ class ReplyCache:
             self._models.pop(key, None)
         else:
             self._models[key] = served_model
+        if url is None:
+            self._urls.pop(key, None)
+        else:
+            self._urls[key] = url
         self._handle.write(self._line(key, reply))
         self._handle.flush()
         os.fsync(self._handle.fileno())
@@ -123,6 +140,7 @@ class ReplyCache:
             Path(tmp).write_text("".join(self._line(k, v) for k, v in kept.items()), encoding="utf-8")
         self._replies = kept
         self._models = {k: m for k, m in self._models.items() if k in kept}
+        self._urls = {k: u for k, u in self._urls.items() if k in kept}
         return len(gone)
 
     def close(self) -> None:

@@ -13,7 +13,8 @@ Slots: the user template must contain ``{scenario}``, ``{answer_a}`` and
 The verdict is the LAST match of ``verdict.pattern`` in the reply (so a
 judge that quotes the format while reasoning is read at its final verdict),
 mapped through ``verdict.labels``; no match, or a label not in the map, is
-``error``.
+``error``, and so is a reply the endpoint did not finish (cut at
+``max_tokens``: :mod:`.finish_reason`), whatever letters it names.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any, Mapping
 import yaml
 
 from ..errors import ConfigError
+from .finish_reason import unfinished
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 JUDGES_DIR = REPO_ROOT / "workflow" / "judges"
@@ -67,8 +69,8 @@ class JudgeSpec:
         return [*msgs, {"role": "user", "content": user}]
 
     def parse(self, reply: str | None) -> str:
-        """``A`` / ``B`` / ``tie`` from the last verdict match in ``reply``, else ``error``."""
-        if not reply:
+        """``A`` / ``B`` / ``tie`` from the last verdict match in ``reply``, else ``error`` (also for an unfinished reply)."""
+        if not reply or unfinished(reply) is not None:
             return ERROR
         matches = list(re.finditer(self.pattern, _MARKERS.sub("", reply), flags=re.IGNORECASE))
         if not matches:

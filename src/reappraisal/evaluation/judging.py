@@ -10,9 +10,12 @@ endpoint's response named (checked against the judge's own name and its
 ``request.accepted_models``), or the local judge's model. Only requests missing from the cache reach the backend
 (which is not even loaded when nothing is missing), each reply is cached as
 it arrives, and a reply with no parseable verdict is recorded as ``error``
-and counted, never dropped. Calls that failed are not cached; when any
+and counted, never dropped (a reply the endpoint did not finish included:
+:mod:`.finish_reason`). Calls that failed are not cached; when any
 failed the stage stops after all others were asked, saying how many, so a
-rerun asks only for what is still missing. :func:`check_parseable` stops a
+rerun asks only for what is still missing, unless the first
+``request.stop_after_failures`` calls all failed the same way: then the
+stage stops at once, naming the cause (:mod:`.failure_streak`). :func:`check_parseable` stops a
 stage whose judge's replies are mostly unparseable (a wrong pattern or a
 judge that ignores the format), naming the judge and quoting one reply.
 """
@@ -28,6 +31,8 @@ from ..errors import PipelineInputError
 from ..data.quoting import quote
 from .backends import CallFailure
 from .cache import ReplyCache, cache_key
+from .failure_streak import FailureStreak
+from .finish_reason import unfinished
 from .judge_spec import JudgeSpec
 from ..stats import pair_orders, score_contests
 from ..table_contracts import CONTEST_COLUMNS, CONTEST_KEYS, JUDGMENT_COLUMNS
@@ -78,12 +83,25 @@ def judge_contests(contests: pd.DataFrame, scenarios: dict[str, str], spec: Judg
 
         keys = list(missing)
         backend = backend_factory()
+        limit = spec.request.get("stop_after_failures")
+        streak = FailureStreak(int(limit)) if limit else None
         with tqdm(total=len(keys), desc=progress_desc or f"judge {spec.name}", unit="call", mininterval=2.0) as bar:
-            for idx, reply in backend.replies([missing[k] for k in keys], progress=bar.update):
-                if isinstance(reply, CallFailure):
-                    failures.append(reply.reason)
-                else:
-                    cache.put(keys[idx], reply, served_model=getattr(reply, "served_model", None))
+            replies = backend.replies([missing[k] for k in keys], progress=bar.update)
+            try:
+                for ended, (idx, reply) in enumerate(replies, start=1):
+                    failed = isinstance(reply, CallFailure)
+                    if failed:
+                        failures.append(reply.reason)
+                    else:
+                        cache.put(keys[idx], reply, served_model=getattr(reply, "served_model", None),
+                                  url=getattr(reply, "url", None))
+                    if streak is not None and streak.add(reply.reason if failed else None) and ended < len(keys):
+                        raise PipelineInputError(streak.message(spec.name, spec.base_url or spec.model,
+                                                                len(keys) - ended), where=spec.path)
+            finally:
+                close = getattr(replies, "close", None)
+                if close is not None:
+                    close()  # a stopped stage cuts the calls still in flight
         stats.asked = len(keys)
         stats.failed = len(failures)
     if failures:
@@ -123,6 +141,15 @@ def check_parseable(judgments: pd.DataFrame, spec: JudgeSpec) -> None:
     bad = mine[mine["verdict"] == "error"]
     if mine.empty or len(bad) <= spec.max_unparseable_share * len(mine):
         return
+    reasons = bad["raw"].map(lambda raw: unfinished(raw) if isinstance(raw, str) else None).dropna()
+    if len(reasons) * 2 > len(bad):  # mostly replies the endpoint cut off: no pattern can read them
+        raise UnparseableVerdicts(
+            f"{len(bad)} of {len(mine)} verdicts of judge {spec.name!r} are unparseable, more than "
+            f"verdict.max_unparseable_share {spec.max_unparseable_share:g}; {len(reasons)} of those replies were not "
+            f"finished (finish_reason {reasons.iloc[0]!r}: cut at decoding.max_new_tokens "
+            f"{spec.decoding.get('max_new_tokens')}, e.g. {quote(bad['raw'].iloc[0])}); raise decoding.max_new_tokens "
+            "or ask for a shorter reply in the template, then ask those calls again: python -m reappraisal "
+            f"forget-unparsed-replies --judge {spec.name}", where=spec.path)
     raise UnparseableVerdicts(
         f"{len(bad)} of {len(mine)} verdicts of judge {spec.name!r} are unparseable, more than "
         f"verdict.max_unparseable_share {spec.max_unparseable_share:g}; verdict.pattern {spec.pattern!r} finds no "

@@ -33,6 +33,7 @@ from .calibration import check_calibrated
 from .cache import ReplyCache
 from .confirmation_pool import split_pools
 from .draw import draw_contests
+from .finish_reason import unfinished
 from .judge_spec import load_judge
 from .judging import check_parseable, consensus, contests_table, judge_contests
 from .opponents import answer_pools
@@ -85,8 +86,9 @@ def judge_run(run: int, contests: pd.DataFrame, scenarios: dict[str, str], param
                                           fingerprint=judge_fingerprint(spec),
                                           backend_factory=lambda s=spec: make_backend(s, run=run),
                                           progress_desc=f"judge {name} run {run}")
+        cut = int(table["raw"].map(lambda raw: isinstance(raw, str) and unfinished(raw) is not None).sum())
         print(f"judge {name} run {run}: {stats.requests} verdicts ({stats.cached} cached, {stats.asked} asked), "
-              f"{int((table['verdict'] == 'error').sum())} unparseable")
+              f"{int((table['verdict'] == 'error').sum())} unparseable" + (f" ({cut} not finished)" if cut else ""))
         check_parseable(table, spec)
         frames.append(table)
     if len(ev["judges"]) > 1:
