@@ -9,7 +9,9 @@ import re
 import pandas as pd
 import pytest
 
+from reappraisal.summary.paper_numbers import STANDINGS, claim_numbers, numbers_tex
 from reappraisal.summary.render import format_cell
+from reappraisal.summary.summary_table import Table
 
 from . import fixtures as fx
 from .latex_check import compile_inputs, first_page_png, text_mode_comparisons
@@ -136,3 +138,43 @@ def test_a_long_wide_table_fits_its_landscape_page(tmp_path, extra_chars):
     path.write_text(to_latex(Table("wide_long", "A wide long table", "Its rows are wide.", "-", frame)))
     out = compile_inputs([path], tmp_path / "latex")
     assert out.problems == []
+
+
+def _standing_numbers(verdict: str, table: str = "headline") -> str:
+    """numbers.tex for one claim over one row, with the given verdict and table."""
+    frame = pd.DataFrame([{"arm": "committee", "win_rate": 0.872, "contests": 720, "ci_low": 0.61, "bar": 0.6}])
+    claim = {"id": "committee_wins", "verdict": verdict, "details": None,
+             "rule_spec": {"table": table, "where": {"arm": "committee"}, "column": "win_rate", "op": ">",
+                           "than": 0.5}}
+    return numbers_tex(claim_numbers([claim], {table: Table(table, table, "", "", frame)}))
+
+
+@pytest.mark.parametrize("verdict,table,name,standing", [
+    ("holds", "confirmation", "CommitteeWinsWinRate", "confirmed"),
+    ("holds", "headline", "CommitteeWinsWinRate", "exploratory"),
+    ("retracted", "headline", "RetractedCommitteeWinsWinRate", "retracted"),
+    ("fails", "confirmation", "RefusedCommitteeWinsWinRate", "refused"),
+    ("not_computable", "headline", "RefusedCommitteeWinsWinRate", "refused"),
+])
+def test_a_retracted_or_refused_number_cannot_be_cited_by_its_plain_name(verdict, table, name, standing):
+    tex = _standing_numbers(verdict, table)
+    defined = re.findall(r"\\newcommand\{\\([A-Za-z]+)\}", tex)
+    assert name in defined and defined.count(name) == 1
+    if standing in ("retracted", "refused"):  # the plain name is left undefined: \input cannot pick it up unknowingly
+        assert "CommitteeWinsWinRate" not in defined
+    comment = tex.splitlines()[tex.splitlines().index(f"\\newcommand{{\\{name}}}{{0.872}}") - 1]
+    assert comment.startswith(f"% claim committee_wins, {standing}: table {table}")
+
+
+def test_every_macro_of_a_build_names_its_standing(card_workspace):
+    root = card_workspace / "results/summary"
+    tex = (root / "numbers.tex").read_text()
+    records = json.loads((root / "numbers.json").read_text())
+    verdicts = {c["id"]: c["verdict"] for c in json.loads((root / "claims.json").read_text())["claims"]}
+    lines = tex.splitlines()
+    assert {r["standing"] for r in records} <= set(STANDINGS) and len({r["standing"] for r in records}) > 1
+    for rec in records:
+        comment = lines[lines.index(next(x for x in lines if x.startswith(f"\\newcommand{{\\{rec['macro']}}}"))) - 1]
+        assert comment.startswith(f"% claim {rec['claim']}, {rec['standing']}: "), comment
+        cited_as_support = verdicts[rec["claim"]] == "holds"
+        assert rec["macro"].startswith(("Retracted", "Refused")) != cited_as_support, rec

@@ -10,6 +10,16 @@ text then has a source, regenerated with the tables, instead of being typed.
 For a rule over a table row the macros are the rule's column and the row's
 key numbers (:data:`KEY_COLUMNS`: estimate, contests, interval); for a card
 interval the figures the card quoted and the bounds recomputed from them.
+
+Each number carries its claim's standing (:func:`standing`): ``confirmed``
+(the claim holds on the fresh confirmation pool), ``exploratory`` (it holds
+on data the study also chose with), ``retracted`` or ``refused`` (the numbers
+do not support it: it fails, or cannot be computed on this preset). A
+retracted or refused claim's macros exist only under a prefix
+(:data:`PREFIXES`, ``\\RetractedCommitteeBeatsGptFourWinRate``), so a paper
+that cites the plain name stops with an undefined macro instead of printing
+a number its claim no longer stands on; every macro's comment names its
+standing.
 """
 
 from __future__ import annotations
@@ -34,6 +44,10 @@ KEY_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 #: The figures of a card-interval rule: the card's (rate, n, quoted_low) and the recomputed bounds.
 CARD_INTERVAL_FIGURES = ("rate", "n", "quoted_low", "wilson_low", "wald_low")
+#: What a number may be cited as, from its claim (:func:`standing`).
+STANDINGS = ("confirmed", "exploratory", "retracted", "refused")
+#: The macro prefix of the standings a paper must not cite as support; the others keep the plain name.
+PREFIXES = {"retracted": "Retracted", "refused": "Refused"}
 _DIGITS = "Zero One Two Three Four Five Six Seven Eight Nine".split()
 
 
@@ -53,20 +67,34 @@ def printed(value: Any, column: str) -> str:
     return escape_latex(text)
 
 
-def claim_numbers(claims: Sequence[Mapping], tables: Mapping[str, Table]) -> list[dict]:
-    """One record per macro: macro, printed, value, claim, and where it comes from (table, row, column).
+def standing(claim: Mapping) -> str:
+    """The claim's standing (:data:`STANDINGS`) from its verdict and the tables its rule reads."""
+    verdict = claim.get("verdict")
+    if verdict == "retracted":
+        return "retracted"
+    if verdict != "holds":  # fails, or not computable on this preset
+        return "refused"
+    rule = claim["rule_spec"]
+    tables = set() if "card_interval" in rule else {c["table"] for c in rule_conditions(rule)}
+    return "confirmed" if tables == {"confirmation"} else "exploratory"
 
-    ``claims``: evaluated claims (``rule_spec`` and ``details`` as in claims.json).
+
+def claim_numbers(claims: Sequence[Mapping], tables: Mapping[str, Table]) -> list[dict]:
+    """One record per macro: macro, printed, value, claim, its standing, and where it comes from (table, row,
+    column).
+
+    ``claims``: evaluated claims (``rule_spec``, ``verdict`` and ``details`` as in claims.json).
     """
     out: list[dict] = []
     for claim in claims:
         rule = claim["rule_spec"]
-        stem = macro_word(claim["id"])
+        stand = standing(claim)
+        stem = PREFIXES.get(stand, "") + macro_word(claim["id"])
         if "card_interval" in rule:
             figures = {**rule["card_interval"], **(claim.get("details") or {})}
             for name in CARD_INTERVAL_FIGURES:
                 if figures.get(name) is not None:
-                    out.append(_record(stem + macro_word(name), figures[name], name, claim["id"],
+                    out.append(_record(stem + macro_word(name), figures[name], name, claim["id"], stand,
                                        source={"card_interval": name}))
             continue
         conditions = rule_conditions(rule)
@@ -81,7 +109,7 @@ def claim_numbers(claims: Sequence[Mapping], tables: Mapping[str, Table]) -> lis
             suffix = "".join(macro_word(cond["where"][k]) for k in varying if k in cond["where"])
             for column in dict.fromkeys([cond["column"], *KEY_COLUMNS.get(cond["table"], ())]):
                 if column in row:
-                    out.append(_record(stem + suffix + macro_word(column), row[column], column, claim["id"],
+                    out.append(_record(stem + suffix + macro_word(column), row[column], column, claim["id"], stand,
                                        source={"table": cond["table"], "where": dict(cond["where"]), "column": column}))
     seen: dict[str, dict] = {}
     for rec in out:  # the same number quoted twice by one claim (e.g. ci_low in two conditions): once
@@ -89,21 +117,27 @@ def claim_numbers(claims: Sequence[Mapping], tables: Mapping[str, Table]) -> lis
     return list(seen.values())
 
 
-def _record(macro: str, value: Any, column: str, claim: str, *, source: Mapping) -> dict:
+def _record(macro: str, value: Any, column: str, claim: str, stand: str, *, source: Mapping) -> dict:
     plain = value.item() if hasattr(value, "item") else value
-    return {"macro": macro, "printed": printed(plain, column), "value": plain, "claim": claim, **source}
+    return {"macro": macro, "printed": printed(plain, column), "value": plain, "claim": claim, "standing": stand,
+            **source}
 
 
 def numbers_tex(records: Sequence[Mapping]) -> str:
-    """``numbers.tex``: a ``\\newcommand`` per record, each after a comment saying where it comes from."""
+    """``numbers.tex``: a ``\\newcommand`` per record, each after a comment saying its standing and where it comes
+    from."""
     lines = ["% Numbers the claims quote, generated by `reappraisal summarize` from results/summary/tables/",
-             "% (do not edit: rerun the pipeline). \\input{numbers.tex}, then write e.g. \\CommitteeBeatsGptFourWinRate.", ""]
+             "% (do not edit: rerun the pipeline). \\input{numbers.tex}, then write e.g. \\CommitteeBeatsGptFourWinRate.",
+             "% Each macro's comment gives its claim's standing: confirmed (holds on the fresh confirmation pool),",
+             "% exploratory (holds on data the study also chose with), retracted, or refused (the numbers do not",
+             "% support the claim). Retracted and refused numbers are defined only as \\Retracted... and \\Refused...:",
+             "% the plain name of such a number is undefined, so a paper citing it stops instead of printing it.", ""]
     for rec in records:
         if "table" in rec:
             where = ", ".join(f"{k}={v}" for k, v in rec["where"].items())
             origin = f"table {rec['table']}, row {where}, column {rec['column']}"
         else:
             origin = f"card interval figure {rec['card_interval']}"
-        lines.append(f"% claim {rec['claim']}: {origin}")
+        lines.append(f"% claim {rec['claim']}, {rec['standing']}: {origin}")
         lines.append(f"\\newcommand{{\\{rec['macro']}}}{{{rec['printed']}}}")
     return "\n".join(lines) + "\n"
