@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -37,8 +36,9 @@ from .ids import case_variants, date_mangling, numeric_mangling
 from .leakage import normalized_text
 from .mapping import SourceView, collapse_distinct
 from .quoting import quote
+from .rating_hints import not_a_number_hint
 from .reshape import check_rating_source, reshape_ratings
-from .sources import read_source_file
+from .sources import DELIMITED, read_source_file
 from .table_schemas import HUMAN, POOLS, RATINGS, REAPPRAISALS, VIGNETTES, strip_origin, validate_table, where
 
 #: Training scenarios need this many human reappraisals: one for train, one for validation.
@@ -144,10 +144,11 @@ def ingest_ratings(raw_dir: Path, sources, dimensions: Sequence[str], counts: li
                 texts = texts.str.replace(",", ".", regex=False)
             numeric = pd.to_numeric(texts, errors="coerce")
             if numeric.isna().any():
+                skipped = int(source["skip_rows_after_header"]) if source["format"] in DELIMITED else None
                 row = long.loc[numeric.isna().idxmax()]
                 raise DataValidationError(
                     f"rating for {row['dimension']!r} must be a number, got {quote(row['rating'])}"
-                    f" ({_not_a_number_hint(long, numeric, row, key)})",
+                    f" ({not_a_number_hint(long['rating'], numeric, long['_line'], row['rating'], key, skipped)})",
                     where=_where_cell(row),
                 )
             out_of_scale = (numeric < lo) | (numeric > hi)
@@ -162,22 +163,6 @@ def ingest_ratings(raw_dir: Path, sources, dimensions: Sequence[str], counts: li
             frames.append(long)
     df = pd.concat(frames, ignore_index=True).sort_values(["_file", "_line", "_order"], kind="stable")
     return validate_table(df, RATINGS)
-
-
-_DECIMAL_COMMA = re.compile(r"^-?\d+,\d+$")
-
-
-def _not_a_number_hint(long: pd.DataFrame, numeric: pd.Series, row: pd.Series, key: str) -> str:
-    """The setting that most likely fixes a rating cell that is not a number: a decimal comma, header rows that
-    are not data (the first records fail, every later one is a number), else a missing-value code."""
-    if _DECIMAL_COMMA.match(str(row["rating"]).strip()):
-        return f"a decimal comma: declare config key '{key}.decimal: \",\"'"
-    bad = numeric.isna().groupby(long["_line"]).any()
-    leading = int(bad.cummin().sum())  # the file's first records, each with a cell that is not a number
-    if 0 < leading <= 3 and leading < len(bad) and not bad.iloc[leading:].any():
-        return (f"the first {leading} record(s) after the header are not data, as a survey tool's question-text and "
-                f"ImportId rows: declare config key '{key}.skip_rows_after_header: {leading}'")
-    return f"declare missing-value codes in config key '{key}.missing_values'"
 
 
 #: Files named when an error says where an id should have been defined.

@@ -19,7 +19,9 @@ flattened to dotted field paths (``{"response": {"text": ..}}`` is the column
 A file that holds no data rows (a header only, an empty array) is refused:
 a declared source never vanishes in silence. A file that is not text in the
 declared encoding is refused as such, UTF-16 without a byte-order mark
-included (its NUL bytes are never read as UTF-8 text). Every problem names
+included (its NUL bytes are never read as UTF-8 text). A gzip, bzip2 or xz
+compressed file (``.csv.gz``, or still named ``.csv``) is unpacked first, an
+archive (zip) refused by name (:mod:`reappraisal.data.compression`). Every problem names
 the file and line (and the column, or the config key to change); a header or
 cell is quoted clipped (:mod:`reappraisal.data.quoting`).
 """
@@ -38,6 +40,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from ..errors import ConfigError, DataValidationError
+from .compression import unpacked
 from .quoting import quote, quote_list
 
 #: Delimiters suggested when a header has a single field.
@@ -105,7 +108,7 @@ def read_source_file(path: Path, source: Mapping[str, Any], raw_dir: Path, key: 
     fmt = source["format"]
     check_reader_options(source, key)
     if fmt == "parquet":
-        table = _read_parquet(path, rel)
+        table = _read_parquet(path, rel, key)
     elif fmt in JSON_FORMATS:
         table = _read_json(path, rel, source, key)
     else:
@@ -122,9 +125,10 @@ def read_source_file(path: Path, source: Mapping[str, Any], raw_dir: Path, key: 
     return table
 
 
-def _read_parquet(path: Path, rel: str) -> RawTable:
+def _read_parquet(path: Path, rel: str, key: str) -> RawTable:
+    data, _ = unpacked(path.read_bytes(), rel, key)
     try:
-        df = pd.read_parquet(path)
+        df = pd.read_parquet(io.BytesIO(data))
     except Exception as exc:  # pyarrow raises several types for corrupt files
         raise DataValidationError(f"not a readable Parquet file ({exc.__class__.__name__})", where=rel) from None
     header = [str(c) for c in df.columns]
@@ -204,7 +208,7 @@ def _read_delimited(path: Path, rel: str, source: Mapping[str, Any], key: str) -
     delimiter = source.get("delimiter") or ("\t" if fmt == "tsv" else ",")
     max_chars = int(source["max_field_chars"])
     skip = int(source["skip_rows_after_header"])
-    data = path.read_bytes()
+    data, _ = unpacked(path.read_bytes(), rel, key)
     if not data.strip():
         raise DataValidationError("file is empty", where=rel)
     text = _decode(data, source["encoding"], rel, key)
@@ -417,7 +421,7 @@ def _read_json(path: Path, rel: str, source: Mapping[str, Any], key: str) -> Raw
     """A JSON array of records or a JSON Lines file, nested fields flattened to dotted paths."""
     fmt = source["format"]
     max_chars = int(source["max_field_chars"])
-    data = path.read_bytes()
+    data, _ = unpacked(path.read_bytes(), rel, key)
     if not data.strip():
         raise DataValidationError("file is empty", where=rel)
     rows, lines, header = [], [], {}
