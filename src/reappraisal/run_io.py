@@ -22,13 +22,19 @@ and for every recovery:
    (:func:`reappraisal.provenance.dvc_state.stages_with_changed_sources`) have
    their rules forced (``--forcerun``), so the record that follows never
    says an output came from code it did not come from.
-4. **One warm process for the jobs.** The build's jobs are forked from one server that imported
+4. **Outputs missing from the workspace.** Snakemake rebuilds a missing output only when a job it runs
+   needs it: an arm's model folder deleted by hand, or an output a killed forced rebuild removed before
+   its job ran, is left missing ("Nothing to be done"). Such outputs (missing, and no job planned for
+   them in Snakemake's own ``--summary``: :mod:`reappraisal.provenance.missing_outputs`) are forced too,
+   so they and everything that depends on them are built again; a trainer resumes from its checkpoints.
+5. **One warm process for the jobs.** The build's jobs are forked from one server that imported
    torch, transformers and TRL once (:mod:`reappraisal.job_server`) instead of each starting a fresh
    interpreter; ``--no-job-server`` turns it off. The outputs are the same bytes either way.
-5. **Record.** After a successful build, every built stage is recorded in
+6. **Record.** After a successful build, every built stage is recorded in
    ``dvc.lock`` and DVC's cache (:mod:`reappraisal.provenance.record_io`), so
    ``dvc status`` is clean and ``reappraisal restore`` can bring these
-   results back after a failed rerun.
+   results back after a failed rerun. A stage with a missing output or
+   dependency is left as it was and listed; a record DVC refuses is one line.
 
 Arguments after ``--`` go to Snakemake as they are.
 """
@@ -47,6 +53,7 @@ from typing import Iterator, Sequence
 from .errors import PipelineInputError
 from .job_server import Server
 from .provenance.dvc_state import is_dvc_repository, record, stages_with_changed_sources
+from .provenance.missing_outputs import unplanned_missing
 
 RUN_LOCK = Path(".snakemake") / "reappraisal-run.lock"
 JOB_SERVER_LOG = Path(".snakemake") / "job-server.log"
@@ -108,6 +115,15 @@ def snakemake(root: Path, *args: str, env: dict[str, str] | None = None) -> int:
     return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=root, env=env).returncode
 
 
+def missing_outputs(root: Path, force: Sequence[str], build: Sequence[str]) -> list[str]:
+    """Outputs of the build's DAG that are missing and that Snakemake would not rebuild (its ``--summary`` of the
+    same arguments: :func:`reappraisal.provenance.missing_outputs.unplanned_missing`); none when the summary fails
+    (the build itself then reports the problem)."""
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--summary", *force, *build], cwd=root,
+                          capture_output=True, text=True)
+    return unplanned_missing(proc.stdout) if proc.returncode == 0 else []
+
+
 def stage_rules(root: Path, stages: Sequence[str]) -> list[str]:
     """The Snakemake rules each DVC stage runs (its command's ``--allowed-rules``)."""
     import yaml
@@ -136,9 +152,15 @@ def run(root: Path, targets: Sequence[str], *, cores: str, extra: Sequence[str] 
         if forced:
             print(f"code, config values or raw inputs changed since the last record: rerunning {', '.join(forced)}",
                   flush=True)
-        force = ["--forcerun", *forced] if forced else []
+        build = ["--cores", cores, "--rerun-incomplete", *targets, *extra]
+        missing = [] if BUILDS_NOTHING & set(extra) else missing_outputs(root, ["--forcerun", *forced] if forced else [],
+                                                                         build)
+        if missing:
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            print(f"missing from the workspace: rebuilding {shown} and what depends on them", flush=True)
+        force = ["--forcerun", *forced, *missing] if forced or missing else []
         with Server(root / JOB_SERVER_LOG) if job_server else nullcontext(None) as env:
-            code = snakemake(root, *force, "--cores", cores, "--rerun-incomplete", *targets, *extra, env=env)
+            code = snakemake(root, *force, *build, env=env)
         if code != 0 or not record_after or BUILDS_NOTHING & set(extra):
             return code
         if is_dvc_repository(root):

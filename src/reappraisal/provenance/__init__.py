@@ -8,6 +8,8 @@
 * :mod:`.claim_trace`: a claim's trace (stages, raw data, config values,
   code, with hashes) and what changed since it was computed (pure).
 * :mod:`.trace_io`: the ``trace`` command.
+* :mod:`.missing_outputs`: outputs a workspace lacks that Snakemake would not
+  rebuild (pure), which ``run`` forces.
 * :mod:`.run_io`, :mod:`.record_io`, :mod:`.restore_io`: the ``run``,
   ``record`` and ``restore`` commands (Snakemake with kill recovery, then the
   DVC record; restoring the last recorded results).

@@ -150,20 +150,36 @@ def _under_any(path: str, outputs: set[str]) -> bool:
 
 
 def record(root: str | Path = ".") -> tuple[list[str], list[str]]:
-    """Commit every stage whose outputs all exist; return (recorded, skipped) stage names.
+    """Commit every stage whose outputs and dependencies all exist; return (recorded, skipped) stage names.
 
     What ``dvc commit --force --no-relink`` does per stage (``save``: hash
     dependencies, config values and outputs; ``commit``: copy the outputs into
     the cache), with ``dvc.lock`` written once for all stages instead of once
-    per stage (each write parses the whole lock again: seconds per stage).
+    per stage (each write parses the whole lock again: seconds per stage). A
+    stage with a missing dependency (another stage's deleted output) is
+    skipped like one with a missing output: DVC could not hash it. Anything
+    else DVC refuses is one line (:class:`PipelineInputError`) and
+    ``dvc.lock`` is left as it was.
     """
+    from dvc.exceptions import DvcException
+
     if not is_dvc_repository(root):
         raise PipelineInputError("not a DVC repository (no .dvc/ or dvc.yaml): nothing to record", where=str(root))
+    try:
+        return _record(root)
+    except DvcException as exc:
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        raise PipelineInputError(f"could not record the build in dvc.lock ({type(exc).__name__}: {message}); "
+                                 "the outputs are in place, `dvc status` shows what is not recorded",
+                                 where=str(root)) from None
+
+
+def _record(root: str | Path) -> tuple[list[str], list[str]]:
     recorded, skipped = [], []
     with open_repo(root) as repo, repo.lock:
         by_file: dict = {}
         for stage in repo.index.stages:
-            if stage.outs and all(out.exists for out in stage.outs):
+            if stage.outs and all(out.exists for out in stage.outs) and all(dep.exists for dep in stage.deps):
                 stage.save()
                 stage.commit(relink=False)
                 by_file.setdefault(stage.dvcfile.path, (stage.dvcfile, []))[1].append(stage)

@@ -6,8 +6,8 @@ the stage (dependencies, config values, outputs) to ``dvc.lock``, without
 touching the files in the workspace (so Snakemake's timestamps stay as they
 were). Afterwards ``dvc status`` is clean for those stages, ``dvc checkout``
 can restore them (:mod:`.restore_io`) and ``dvc push`` can copy them to the
-remote. Stages with a missing output (not built yet) are left as they were
-and listed.
+remote. Stages with a missing output or dependency (not built yet) are left
+as they were and listed; anything else DVC refuses is one line, no traceback.
 """
 
 from __future__ import annotations
