@@ -91,6 +91,17 @@ def json_reappraisals(texts: dict[str, tuple[str, str]]) -> str:
 
 JSON_TEXTS = {"r1": ("v1", "Maybe."), "r2": ("v1", "Ask."), "r3": ("v2", "Stress."), "r4": ("v2", "HR.")}
 
+#: Study 1 with text ids beside a study 4 whose reappraisal ids are decimals (``4.10`` among them).
+STUDY4_CFG = cfg_with("ingest.ratings", DATA_CFG["ingest"]["ratings"] + [
+    {"files": "ratings4.csv", "study": "4", "scale": [1, 7], "columns": {"rater_id": "rater", "reappraisal_id": "rid"},
+     "dimensions": {"effectiveness": "eff", "empathy": "emp"}}],
+    cfg_with("ingest.reappraisals", DATA_CFG["ingest"]["reappraisals"] + [
+        {"files": "reapp4.csv", "study": "4", "author_type": "human", "columns": {"reappraisal_id": "rid", "vignette_id": "scen", "text": "answer"}}]))
+STUDY4_REAPP = "rid,scen,answer\n4.1,v1,Maybe.\n4.10,v1,Later.\n4.2,v2,Stress.\n4.11,v2,HR.\n"
+#: Rater ids written month-day (3-12, 4-2), and study 1's second ratings file.
+SECOND_RATINGS_CFG = cfg_with("ingest.ratings.0.files", "ratings*.csv")
+
+
 BAD_INPUTS = [
     # (id, file overrides, config, fragments the one error line must contain)
     # -- reading files
@@ -205,6 +216,24 @@ BAD_INPUTS = [
      ["ratings.csv, line 3", "rater_id '2024-03-01' is a date", "ratings file's rater_id column"]),
     ("unknown_reappraisal_near_a_known_one", {"ratings.csv": "rater,rid,eff,emp\np1,r1,5,4\np1,R2,3,2\n"}, DATA_CFG,
      ["ratings.csv, line 3", "'R2'", "reapp.csv", "did you mean 'r2'?"]),
+    # once silently wrong: study 4's ratings file turned 4.10 into 4.1 while study 1 uses text ids (its ratings went
+    # to another reappraisal); the check fired only when every study's ids were decimals
+    ("numeric_ids_mangled_in_one_study_beside_text_ids", {"reapp4.csv": STUDY4_REAPP, "ratings4.csv": "rater,rid,eff,emp\nq1,4.2,5,4\nq1,4.1,3,2\nq2,4.11,6,6\n"},
+     STUDY4_CFG, ["ratings4.csv, line 3", "trailing zeros ('4.10')", "4.10 became 4.1", "export the ratings' id column as text"]),
+    # a spreadsheet's numbers of ids: leading zeros dropped, a month-day id made a serial date number
+    ("unknown_reappraisal_without_its_leading_zeros", {"reapp.csv": "rid,scen,answer\n007,v1,Maybe.\nr2,v1,Ask.\nr3,v2,Stress.\nr4,v2,HR.\n",
+                                                       "ratings.csv": "rater,rid,eff,emp\np1,r2,5,4\np1,7,3,2\n"}, DATA_CFG,
+     ["ratings.csv, line 3", "unknown reappraisal id '7'", "did you mean '007'?"]),
+    # once silently wrong: rater 3-12 on half its rows as 45363 (2024-03-12), read as two raters; when both 3-12 and 12-3
+    # are raters, or no rater is that date, the number is not read as either
+    ("rater_serial_date_of_two_ids", {"ratings.csv": "rater,rid,eff,emp\n3-12,r1,5,4\n12-3,r2,3,2\n45363,r3,2,3\n"}, DATA_CFG,
+     ["ratings.csv, line 4", "rater_id '45363' is a spreadsheet's serial number of the date 2024-03-12", "could be '12-3' or '3-12'",
+      "export the ratings file's rater_id column as text"]),
+    ("rater_serial_date_of_no_id", {"ratings.csv": "rater,rid,eff,emp\n3-12,r1,5,4\n45400,r2,3,2\n"}, DATA_CFG,
+     ["ratings.csv, line 3", "rater_id '45400'", "2024-04-18", "stands for none of them", "as text"]),
+    ("reappraisal_id_serial_date_in_ratings", {"reapp.csv": "rid,scen,answer\n4-1,v1,Maybe.\n4-2,v1,Ask.\n4-3,v2,Stress.\n4-4,v2,HR.\n",
+                                               "ratings.csv": "rater,rid,eff,emp\np1,4-2,5,4\np1,45383,3,2\n"}, DATA_CFG,
+     ["ratings.csv, line 3", "reappraisal_id '45383'", "2024-04-01", "could be '4-1'", "as text"]),
     # once silently wrong: a rating file's own scenario column was ignored
     ("rating_scenario_contradicts_reappraisal", {"ratings.csv": "rater,rid,scen,eff,emp\np1,r1,v1,5,4\np1,r3,v1,3,2\n"}, RATINGS_WITH_SCENARIO_CFG,
      ["ratings.csv, line 3", "reappraisal 'r3' names scenario 'v1'", "belongs to scenario 'v2'", "reapp.csv, line 4"]),
@@ -357,6 +386,52 @@ def test_rater_ids_that_differ_only_by_case_are_listed_or_folded_when_declared(t
         assert [line for line in err.splitlines() if line.startswith("warning:")] == [f"warning: {checks['warnings'][0]}"]
 
 
+def test_rater_ids_turned_into_serial_dates_are_read_as_the_ids_they_stand_for(tmp_path, capsys):
+    """Once silently two raters each: `3-12` on every second row as Excel's serial number 45363 (2024-03-12)."""
+    ratings = "rater,rid,eff,emp\n3-12,r1,5,4\n45363,r2,3,2\n4-2,r1,6,6\n45384,r3,2,3\n"
+    code, err, out = run_ingest(tmp_path, write_raw(tmp_path, {"ratings.csv": ratings}), DATA_CFG, capsys)
+    assert code == 0, err
+    assert sorted(_ratings(out)["rater_id"].unique()) == ["3-12", "4-2"]
+    checks = json.loads((tmp_path / "checks" / "ingest.json").read_text())
+    (note,) = checks["notes"]
+    assert note.startswith("study 1: 2 rater id(s)") and "45363 -> 3-12" in note and "ratings.csv" in note
+    assert f"note: {note}" in err.splitlines()
+
+
+@pytest.mark.parametrize("fold", [False, True])
+def test_rater_ids_that_differ_only_by_leading_zeros_across_files_are_named_or_folded_when_declared(tmp_path, capsys, fold):
+    """Once silently two raters: one file of study 1 writes rater `007`, the other (a spreadsheet's) `7`."""
+    files = {"ratings.csv": "rater,rid,eff,emp\n007,r1,5,4\np2,r1,6,6\n", "ratings_b.csv": "rater,rid,eff,emp\n7,r2,3,2\np2,r3,2,3\n"}
+    cfg = cfg_with("ingest.leading_zero_insensitive_ids", True, SECOND_RATINGS_CFG) if fold else SECOND_RATINGS_CFG
+    code, err, out = run_ingest(tmp_path, write_raw(tmp_path, files), cfg, capsys)
+    assert code == 0, err
+    checks = json.loads((tmp_path / "checks" / "ingest.json").read_text())
+    raters = sorted(_ratings(out)["rater_id"].unique())
+    if fold:
+        assert raters == ["007", "p2"] and checks["warnings"] == [] and "warning:" not in err
+    else:
+        assert raters == ["007", "7", "p2"]
+        (warning,) = checks["warnings"]
+        assert "'007' (ratings.csv, line 2) / '7' (ratings_b.csv, line 2)" in warning
+        assert "data.ingest.leading_zero_insensitive_ids: true" in warning
+        assert f"warning: {warning}" in err.splitlines()
+
+
+def test_spreadsheet_variants_of_ids_are_told_apart():
+    from reappraisal.data.ids import serial_date_mangling, variant_of, zero_variants
+
+    assert zero_variants(["007", "7", "8", "08", "r7", "R7"]) == [["007", "7"], ["08", "8"]]
+    assert zero_variants(["007", "r007", "S4_P007"]) == []
+    assert serial_date_mangling(["3-12", "45363", "4-2"]) == {"45363": ["3-12"]}
+    assert serial_date_mangling(["03/12", "45363"]) == {"45363": ["03/12"]}
+    assert serial_date_mangling(["3-12", "12-3", "45363"]) == {"45363": ["12-3", "3-12"]}
+    assert serial_date_mangling(["45363", "45364"]) is None  # numbers throughout: ids that are numbers
+    assert serial_date_mangling(["3-12", "123", "999999"]) is None  # no number a recent date could be
+    assert serial_date_mangling(["s1_p001", "45363"]) is None  # no month-day id beside it
+    assert variant_of("7", ["007", "r7"]) == "007" and variant_of("45363", ["3-12", "r1"]) == "3-12"
+    assert variant_of("r9", ["r1", "r2"]) is None
+
+
 def test_numeric_mangling_is_told_apart_from_decimal_ids_kept_as_text():
     from reappraisal.data.ids import numeric_mangling
 
@@ -365,6 +440,9 @@ def test_numeric_mangling_is_told_apart_from_decimal_ids_kept_as_text():
     assert numeric_mangling(defined, ["4.1", "4.10", "4.2"]) is None  # the zero-padded form survived: text
     assert numeric_mangling(["r1", "r10"], ["r1"]) is None  # not decimals
     assert numeric_mangling(["4.1", "4.2"], ["4.1"]) is None  # nothing a number could have lost
+    # one file's ids: another study's text ids beside them are left aside
+    assert numeric_mangling([*defined, "s1_r1"], ["s1_r1", "4.1", "4.2"]) == ["4.10", "4.190"]
+    assert numeric_mangling([*defined, "s1_r1"], ["s1_r1", "4.10", "4.2"]) is None
 
 
 def test_date_mangling_is_told_apart_from_ids_that_are_dates_throughout():

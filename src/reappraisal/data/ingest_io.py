@@ -32,7 +32,7 @@ from ..atomic import atomic_path
 from ..errors import ConfigError, DataValidationError
 from ..config import with_defaults
 from ..params import parse_params
-from .ids import case_variants, date_mangling, numeric_mangling
+from .ids import case_variants, date_mangling, numeric_mangling, serial_date, serial_date_mangling, variant_of, zero_variants
 from .leakage import normalized_text
 from .mapping import SourceView, collapse_distinct
 from .quoting import quote
@@ -176,7 +176,7 @@ def _unknown_id(what: str, value: str, using: pd.Series, using_table: str, defin
     files = list(dict.fromkeys(defining["_file"])) if "_file" in defining.columns else [f"table {table}"]
     listed = ", ".join(files[:LISTED_FILES]) + (f" and {len(files) - LISTED_FILES} more" if len(files) > LISTED_FILES else "")
     known = defining[id_col].astype(str).unique().tolist()
-    near = [k for k in known if k.casefold() == str(value).casefold()][:1]
+    near = [v for v in [variant_of(value, known)] if v is not None] if len(known) <= MAX_IDS_FOR_A_SUGGESTION else []
     if not near and len(known) <= MAX_IDS_FOR_A_SUGGESTION:
         near = difflib.get_close_matches(str(value), known, n=1)
     hint = f"; did you mean {quote(near[0])}?" if near else ""
@@ -216,14 +216,21 @@ def check_references(vignettes: pd.DataFrame, reappraisals: pd.DataFrame, rating
 
 def check_numeric_id_mangling(ratings: pd.DataFrame, reappraisals: pd.DataFrame) -> None:
     """Stop on rating ids that a spreadsheet turned into numbers: the reappraisals hold decimal ids with trailing
-    zeros (``4.10``, ``4.190``), which a number cannot keep, and the ratings name decimal ids but never such a form
-    (``4.1``, ``4.19``): their ``4.10`` became ``4.1``, another, existing reappraisal (:func:`.ids.numeric_mangling`)."""
-    found = numeric_mangling(reappraisals["reappraisal_id"].astype(str).unique(),
-                             ratings["reappraisal_id"].astype(str).unique())
-    if found is None:
-        return
+    zeros (``4.10``, ``4.190``), which a number cannot keep, and a ratings file names decimal ids but never such a
+    form (``4.1``, ``4.19``): its ``4.10`` became ``4.1``, another, existing reappraisal. Each file is checked on
+    its own, its other ids (another study's text ids) left aside (:func:`.ids.numeric_mangling`)."""
+    defined = reappraisals["reappraisal_id"].astype(str).unique()
+    files = ratings["_file"] if "_file" in ratings.columns else pd.Series("", index=ratings.index)
+    for file in dict.fromkeys(files):
+        mine = ratings[(files == file).to_numpy()]
+        found = numeric_mangling(defined, mine["reappraisal_id"].astype(str).unique())
+        if found is not None:
+            _numeric_mangling_error(mine, found)
+
+
+def _numeric_mangling_error(ratings: pd.DataFrame, found: list[str]) -> None:
     padded, numbers = found, {float(v) for v in found}
-    hit = ratings["reappraisal_id"].astype(str).map(lambda v: float(v) in numbers).to_numpy()
+    hit = ratings["reappraisal_id"].astype(str).map(lambda v: _number(v) in numbers).to_numpy()
     row = ratings.iloc[int(hit.argmax())]  # a rating row whose id may be a zero-padded one's
     raise DataValidationError(
         f"the reappraisals hold decimal ids with trailing zeros ({', '.join(map(quote, padded[:3]))}"
@@ -234,18 +241,40 @@ def check_numeric_id_mangling(ratings: pd.DataFrame, reappraisals: pd.DataFrame)
     )
 
 
+def _number(value: str) -> float | None:
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
 #: The id columns of each table that a spreadsheet can turn into dates.
 ID_COLUMNS = {"vignettes": ("vignette_id",), "reappraisals": ("vignette_id", "reappraisal_id"),
               "ratings": ("rater_id", "reappraisal_id")}
 
 
+#: The column defining the ids an id column refers to: a serial date number is compared with those ids too.
+DEFINED_BY = {("ratings", "reappraisal_id"): ("reappraisals", "reappraisal_id"),
+              ("reappraisals", "vignette_id"): ("vignettes", "vignette_id")}
+
+
 def check_date_mangling(tables: Mapping[str, pd.DataFrame]) -> None:
     """Stop on an id column that mixes dates with other ids (:func:`.ids.date_mangling`): a spreadsheet read
-    ``4-10`` as a date and showed ``10-Apr``, so the id links to nothing or to another row."""
+    ``4-10`` as a date and showed ``10-Apr``, so the id links to nothing or to another row. The same for a
+    column mixing month-day ids with spreadsheet serial day numbers (``45363`` beside ``3-12``) that were not
+    read as the ids they stand for (:func:`repair_serial_date_rater_ids`)."""
     for table, columns in ID_COLUMNS.items():
         frame = tables[table]
         for column in columns:
-            found = date_mangling(frame[column].astype(str).unique())
+            values = frame[column].astype(str)
+            defining = DEFINED_BY.get((table, column))
+            known = tables[defining[0]][defining[1]].astype(str).unique() if defining else []
+            serials = {v: w for v, w in (serial_date_mangling([*values.unique(), *known]) or {}).items() if (values == v).any()}
+            if serials:
+                value, written = next(iter(serials.items()))
+                row = frame.loc[(values == value).idxmax()]
+                raise DataValidationError(_serial_date_message(column, value, written, table), where=where(row, table))
+            found = date_mangling(values.unique())
             if found is None:
                 continue
             date, other = found
@@ -255,6 +284,63 @@ def check_date_mangling(tables: Mapping[str, pd.DataFrame]) -> None:
                 f"ids into dates; export the {table} file's {column} column as text",
                 where=where(row, table),
             )
+
+
+def _serial_date_message(column: str, value: str, written: list[str], table: str) -> str:
+    what = f"could be {' or '.join(map(quote, written))}" if written else "stands for none of them"
+    return (f"{column} {quote(value)} is a spreadsheet's serial number of the date {serial_date(value).isoformat()} among "
+            f"ids written month-day, and {what}: a spreadsheet turned ids into dates; export the {table} file's "
+            f"{column} column as text")
+
+
+def repair_serial_date_rater_ids(ratings: pd.DataFrame) -> list[str]:
+    """Read rater ids that a spreadsheet turned into serial day numbers (``45363`` for ``3-12``) as the month-day id
+    of the same study they stand for, when exactly one id of the study is that date (:func:`.ids.serial_date_mangling`);
+    return a note per study repaired. A number standing for no id or for two is left to :func:`check_date_mangling`."""
+    notes = []
+    for study in sorted(ratings["study"].unique()):
+        mine = (ratings["study"] == study).to_numpy()
+        found = serial_date_mangling(ratings.loc[mine, "rater_id"].astype(str).unique())
+        if not found or any(len(written) != 1 for written in found.values()):
+            continue
+        mapping = {value: written[0] for value, written in found.items()}
+        hit = mine & ratings["rater_id"].astype(str).isin(mapping).to_numpy()
+        files = sorted(set(ratings.loc[hit, "_file"])) if "_file" in ratings.columns else []
+        ratings.loc[hit, "rater_id"] = ratings.loc[hit, "rater_id"].astype(str).map(mapping)
+        shown = ", ".join(f"{k} -> {v}" for k, v in list(mapping.items())[:5]) + (" ..." if len(mapping) > 5 else "")
+        notes.append(f"study {study}: {len(mapping)} rater id(s) a spreadsheet turned into serial date numbers read as "
+                     f"the month-day ids they stand for ({shown}; {int(hit.sum())} rating(s) in {', '.join(files)}); "
+                     "export the rater id column as text to avoid this")
+    return notes
+
+
+def rater_id_variants(ratings: pd.DataFrame, mapping: Mapping[str, Any]) -> list[str]:
+    """Rater ids of one study that differ only by case (``S4_P001`` / ``s4_p001``) or by leading zeros (``007`` /
+    ``7``, a spreadsheet's number): folded into one rater when declared (``case_insensitive_ids``,
+    ``leading_zero_insensitive_ids``: the longest, zero-padded form is kept), else kept apart and listed (some
+    exports are case-sensitive; some number their raters anew per file). Returns the warnings."""
+    warnings = []
+    for study in sorted(ratings["study"].unique()):
+        mine = (ratings["study"] == study).to_numpy()
+        variants = case_variants(ratings.loc[mine, "rater_id"].unique())
+        if variants and mapping["case_insensitive_ids"]:
+            ratings.loc[mine, "rater_id"] = ratings.loc[mine, "rater_id"].str.casefold()
+        elif variants:
+            shown = "; ".join(" / ".join(v) for v in variants[:5]) + (" ..." if len(variants) > 5 else "")
+            warnings.append(f"study {study}: {len(variants)} rater id(s) differ only by case ({shown}); they are "
+                            "read as different raters (set data.ingest.case_insensitive_ids: true if they are not)")
+        variants = zero_variants(ratings.loc[mine, "rater_id"].unique())
+        if variants and mapping["leading_zero_insensitive_ids"]:
+            fold = {v: group[0] for group in variants for v in group[1:]}
+            ratings.loc[mine, "rater_id"] = ratings.loc[mine, "rater_id"].replace(fold)
+        elif variants:
+            rows = ratings[mine]
+            shown = "; ".join(" / ".join(f"{quote(v)} ({where(rows.loc[(rows['rater_id'] == v).idxmax()], 'ratings')})"
+                                         for v in group) for group in variants[:3]) + (" ..." if len(variants) > 3 else "")
+            warnings.append(f"study {study}: {len(variants)} rater id(s) differ only by leading zeros ({shown}); they "
+                            "are read as different raters (set data.ingest.leading_zero_insensitive_ids: true if they "
+                            "are not: a spreadsheet drops the zeros of a number)")
+    return warnings
 
 
 def check_training_scenarios(vignettes: pd.DataFrame, reappraisals: pd.DataFrame) -> None:
@@ -288,16 +374,8 @@ def ingest_with_counts(raw_dir: str | Path, data_cfg: Mapping[str, Any]) -> tupl
     vignettes = ingest_vignettes(raw_dir, mapping.get("vignettes"), counts["vignettes"])
     reappraisals = ingest_reappraisals(raw_dir, mapping.get("reappraisals"), counts["reappraisals"])
     ratings = ingest_ratings(raw_dir, mapping.get("ratings"), data_cfg["dimensions"], counts["ratings"])
-    warnings = []
-    for study in sorted(ratings["study"].unique()):
-        mine = (ratings["study"] == study).to_numpy()
-        variants = case_variants(ratings.loc[mine, "rater_id"].unique())
-        if variants and mapping["case_insensitive_ids"]:
-            ratings.loc[mine, "rater_id"] = ratings.loc[mine, "rater_id"].str.casefold()
-        elif variants:
-            shown = "; ".join(" / ".join(v) for v in variants[:5]) + (" ..." if len(variants) > 5 else "")
-            warnings.append(f"study {study}: {len(variants)} rater id(s) differ only by case ({shown}); they are "
-                            "read as different raters (set data.ingest.case_insensitive_ids: true if they are not)")
+    notes = repair_serial_date_rater_ids(ratings)
+    warnings = rater_id_variants(ratings, mapping)
     check_date_mangling({"vignettes": vignettes, "reappraisals": reappraisals, "ratings": ratings})
     check_references(vignettes, reappraisals, ratings)
     check_training_scenarios(vignettes, reappraisals)
@@ -306,7 +384,8 @@ def ingest_with_counts(raw_dir: str | Path, data_cfg: Mapping[str, Any]) -> tupl
         "reappraisals": strip_origin(reappraisals, REAPPRAISALS),
         "ratings": strip_origin(ratings, RATINGS),
     }
-    return tables, {**ingest_checks(tables, counts), "warnings": warnings}
+    # notes: what was read otherwise than written (absent when nothing was, as in a clean export)
+    return tables, {**ingest_checks(tables, counts), "warnings": warnings, **({"notes": notes} if notes else {})}
 
 
 def ingest(raw_dir: str | Path, data_cfg: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
@@ -353,6 +432,8 @@ def cli_main(argv: Sequence[str]) -> int:
     write_outputs(tables, args.out_dir, checks, args.checks)
     for warning in checks["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
+    for note in checks.get("notes", []):
+        print(f"note: {note}", file=sys.stderr)
     print(
         f"ingest: {checks['rows']}; blank rating cells {checks['blank_rating_cells']}, "
         f"missing-code cells {checks['missing_code_cells']}, rows dropped by filters {checks['rows_dropped_by_filters']}"
