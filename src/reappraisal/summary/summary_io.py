@@ -57,7 +57,7 @@ from .paper_numbers import claim_numbers, numbers_tex
 from .paper_tables import CARD_TABLES, card_tables
 from .render import to_csv, to_latex, to_markdown
 from .summary_table import Table
-from .overoptimization import overoptimization_table
+from .overoptimization import WINDOW as OVEROPTIMIZATION_WINDOW, overoptimization_table
 from .truth_tables import Truths, attach_truth, truth_table, truth_verdicts, world_summary_table
 from ..table_contracts import CONTEST_COLUMNS, CONTEST_KEYS, CONTEST_LENGTH_COLUMNS, VERDICT_COLUMNS
 
@@ -66,8 +66,6 @@ DVC_STAGE = "summarize"
 CLAIMS_SCHEMA = REPO_ROOT / "workflow" / "schemas" / "claims.schema.yaml"
 #: The contest columns the summary requires (the answers' lengths are read when present).
 REQUIRED_CONTEST_COLUMNS = [c for c in CONTEST_COLUMNS if c not in CONTEST_LENGTH_COLUMNS]
-#: Steps of the running means the overoptimization table reads (the demo's arms train 80 steps).
-OVEROPTIMIZATION_WINDOW = 20
 TABLE_ORDER = [
     "headline", "per_scenario", "per_run", "head_to_head", "ood", "judge_calibration", "reward_models", "grm",
     "training_health", "overoptimization", "reward_path_gap", "length_bias", "length_bins", "ablation", "seeds", "best_of_n",
@@ -229,7 +227,8 @@ def build_tables(contests: pd.DataFrame, s: et.Settings, sources_by_run, metrics
         "grm": mt.grm_table(*metrics["grm"]),
         "training_health": mt.training_health_table(list(systems.instances or s.arms), health, logs, arm_sources),
         "overoptimization": overoptimization_table(list(systems.instances or s.arms), logs, arm_sources,
-                                                   window=OVEROPTIMIZATION_WINDOW),
+                                                   window=OVEROPTIMIZATION_WINDOW,
+                                                   weights={a: (h or {}).get("weights") for a, h in health.items()}),
         "reward_path_gap": et.reward_path_gap_table(contests, s, sources_by_run),
         "length_bias": et.length_bias_table(contests, s, sources_by_run),
         "length_bins": et.length_bins_table(contests, s, sources_by_run),
