@@ -253,31 +253,38 @@ def gold_proxy_curves(logs: Mapping[str, pd.DataFrame], *, name: str, title: str
 
 
 def gold_proxy_against_kl(logs: Mapping[str, pd.DataFrame], *, name: str, title: str) -> str:
-    """Gao et al.'s axes, one panel per arm: gold and the proxy reward (running means over about an eighth of the
-    run) against √KL to the reference (its running mean); an arm without KL (β = 0) is drawn against the step."""
+    """Gao et al.'s axes, one panel per arm: gold and the raw proxies the arm climbs (the ensemble's score; the
+    GRM's win rate on the right axis; running means over about an eighth of the run) against √KL to the reference
+    (its running mean); an arm without KL (β = 0) is drawn against the step. The group-normalised ``reward`` is
+    not drawn: its running mean cannot rise (:mod:`reappraisal.summary.overoptimization`)."""
     arms, fig, axes = _gold_panels(logs, max_columns=4, row_height=2.5)
     handles = {}
     for ax, arm in zip(axes.flat, arms):
         log = logs[arm].apply(pd.to_numeric, errors="coerce")
         window = max(2, len(log) // 8)
-        gold = log["gold"].rolling(window, min_periods=1).mean()
-        proxy = log["reward"].rolling(window, min_periods=1).mean() if "reward" in log else None
         has_kl = "kl" in log.columns and log["kl"].notna().any()
         x = np.sqrt(np.clip(log["kl"].rolling(window, min_periods=1).mean(), 0, None)) if has_kl else log["step"]
-        (g,) = ax.plot(x, gold, color="#b8860b", lw=1.6)
-        handles.setdefault("gold (z)", g)
-        if proxy is not None:
-            right = ax.twinx()
-            (p,) = right.plot(x, proxy, color=PALETTE[0], lw=1.4, ls="--")
-            right.tick_params(labelsize=7)
-            right.grid(False)
-            handles.setdefault("proxy reward (right axis)", p)
+        (g,) = ax.plot(x, log["gold"].rolling(window, min_periods=1).mean(), color="#b8860b", lw=1.6)
+        handles.setdefault("gold: expected quality (z)", g)
+        right = None
+        for i, (col, label, axis) in enumerate(PROXY_SERIES):
+            if col not in log.columns or not log[col].notna().any():
+                continue
+            target = ax
+            if axis == "right":
+                right = right or ax.twinx()
+                target = right
+                right.tick_params(labelsize=7)
+                right.grid(False)
+            (p,) = target.plot(x, log[col].rolling(window, min_periods=1).mean(), color=PALETTE[i], lw=1.4, ls="--")
+            handles.setdefault(label, p)
         ax.set_xlabel("√KL to the reference" if has_kl else "step (no KL logged at β = 0)", fontsize=7.5)
+        ax.set_ylabel("z units", fontsize=7.5)
         ax.set_title(arm, fontsize=8.5, loc="left")
         ax.tick_params(labelsize=7.5)
     for ax in list(axes.flat)[len(arms):]:
         ax.set_visible(False)
-    fig.legend(list(handles.values()), list(handles), frameon=False, fontsize=7.5, ncol=2, loc="upper right",
+    fig.legend(list(handles.values()), list(handles), frameon=False, fontsize=7.5, ncol=len(handles), loc="upper right",
                bbox_to_anchor=(1.0, 1.06))
     fig.suptitle(title, fontsize=9.5, x=0.01, ha="left", y=1.06)
     fig.tight_layout()
