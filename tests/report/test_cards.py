@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -85,3 +86,25 @@ def test_the_reward_model_card_shows_the_bradley_terry_model_beside_the_ensemble
     assert "| Bradley–Terry | 0.8125 | [0.762, 0.863] | [0.782, 0.843] | 300 | 6 |" in card
     assert "421 of the\n900 train-split human preference pairs" in card and "`results/reward/bradley_terry`" in card
     assert "0.6375" in card and "ensemble's 0.5500" in card and "difference 0.0875" in card
+
+
+def test_a_run_whose_gold_fell_beyond_noise_is_not_called_healthy(tmp_path, monkeypatch):
+    """Every health check passes, but the demo's log-only gold fell from its peak by far more than its noise: the card
+    says gold fell and by how much, and never "healthy"; a gold that only wobbles keeps the verdict."""
+    monkeypatch.chdir(tmp_path)
+    m = manifest(Path("."))
+    log_path = tmp_path / "results/policy/committee/training_log.csv"
+    rng = np.random.default_rng(4)
+    t = np.linspace(0, 1, 80)
+    log = pd.DataFrame({"step": np.arange(1, 81), "reward": rng.normal(-0.4, 0.02, 80), "kl": 0.02 * t,
+                        "rm_score": 0.2 * t, "grm_score": 0.45 + 0.1 * t,
+                        "gold": -0.35 - 0.3 * np.clip(t - 0.25, 0, None) + rng.normal(0, 0.05, 80)})
+    log.to_csv(log_path, index=False)
+    card = policy_card(CardInputs(parse_manifest(m), {"preset": "demo", "policy": POLICY}), "committee")
+    assert json.loads((tmp_path / "results/policy/committee/health.json").read_text())["verdict"] == "healthy"
+    assert "healthy" not in card
+    assert "### Training health: **gold fell from its peak**" in card and "Gold fell:" in card
+    assert "more than 2 standard errors" in card
+    log.assign(gold=-0.35 + rng.normal(0, 0.05, 80)).to_csv(log_path, index=False)
+    card = policy_card(CardInputs(parse_manifest(m), {"preset": "demo", "policy": POLICY}), "committee")
+    assert "### Training health: **healthy**" in card and "is within 2 standard errors" in card

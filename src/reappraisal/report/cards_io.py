@@ -26,6 +26,7 @@ from ..errors import PipelineInputError
 from ..file_hashes import sha256_file
 from ..markdown_templates import markdown_environment, write_markdown
 from ..params import parse_params
+from ..summary.overoptimization import GOLD_DROP_SES, WINDOW as GOLD_WINDOW, gold_trajectory
 from .formatting import DEMO_BANNER, fmt, fmt_interval, git_commit
 from .inputs import Artifact, parse_manifest, read_claims, read_csv, read_json, read_tables_index
 
@@ -145,6 +146,27 @@ def grm_card(inp: CardInputs, grm_dir: Path) -> str:
     return _environment().get_template("card_grm.md.j2").render(**ctx)
 
 
+def gold_health(log: pd.DataFrame | None) -> dict[str, Any] | None:
+    """Gold along training for the card, from the log's gold column (the demo's; None without one): its running
+    means over :data:`GOLD_WINDOW` steps at the peak and at the end, the drop and its standard error, and whether
+    it fell beyond that noise (:class:`~reappraisal.summary.overoptimization.GoldTrajectory`)."""
+    try:
+        g = gold_trajectory(log, GOLD_WINDOW) if log is not None else None
+    except ValueError:
+        return None
+    return g and {"peak": g.peak, "peak_step": g.peak_step, "last": g.last, "drop": g.drop, "drop_se": g.drop_se,
+                  "window": g.window, "ses": GOLD_DROP_SES, "fell": g.fell}
+
+
+def training_verdict(health: Mapping[str, Any], gold: Mapping[str, Any] | None) -> str:
+    """The card's training-health verdict: the health record's, except that a run whose gold fell from its peak
+    beyond noise is never called healthy, whatever its checks say."""
+    verdict = str(health.get("verdict"))
+    if not (gold and gold["fell"]):
+        return verdict
+    return "gold fell from its peak" if verdict == "healthy" else f"{verdict}; gold fell from its peak"
+
+
 def policy_card(inp: CardInputs, arm: str) -> str:
     policy = inp.cfg.get("policy") or {}
     arms = policy.get("arms") or {}
@@ -153,6 +175,7 @@ def policy_card(inp: CardInputs, arm: str) -> str:
     log = inp.logs.get(arm)
     first = log.iloc[0].to_dict() if log is not None and not log.empty else {}
     last = log.iloc[-1].to_dict() if log is not None and not log.empty else {}
+    gold = gold_health(log)
     headline = _rows(inp.frame("headline"), arm=arm)
     others = [{"name": t.name, "title": t.title, "caption": t.caption, "rows": _rows(t.frame, arm=arm)}
               for n, t in inp.tables.items()
@@ -160,7 +183,7 @@ def policy_card(inp: CardInputs, arm: str) -> str:
     ctx = _common(inp) | {
         # the weights it was trained with (its health record), else the config's (an arm of one seed is its instance)
         "arm": arm, "weights": inp.health[arm].get("weights") or arms.get(arm) or {}, "policy": policy,
-        "health": inp.health[arm],
+        "health": inp.health[arm], "gold": gold, "verdict": training_verdict(inp.health[arm], gold),
         "base": (inp.cfg.get("base_models") or {}).get("policy_base"), "first": first, "last": last,
         "n_logged": 0 if log is None else len(log), "headline": headline, "headline_caption": (inp.tables.get("headline").caption
                                                                                               if "headline" in inp.tables else None),
