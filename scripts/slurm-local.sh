@@ -73,10 +73,8 @@ start() {
   : >"$dir/pids"
   trap 'log "start failed; logs in $dir"; stop' ERR
 
-  # munged with its own socket and a copy of the packaged key: a munged already running here is left alone.
-  [[ -s /etc/munge/munge.key ]] || dd if=/dev/urandom of=/etc/munge/munge.key bs=1 count=1024 status=none
-  cp /etc/munge/munge.key "$dir/munge/munge.key"
-  chmod 600 "$dir/munge/munge.key"
+  # munged with its own socket and key: a munged already running here is left alone.
+  (umask 077 && head -c 1024 /dev/urandom >"$dir/munge/munge.key")
   munged --force --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
     --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/munged.seed"
   wait_pidfile "$dir/munge/munged.pid"
