@@ -62,9 +62,16 @@ start() {
   if [[ -f $dir/pids ]]; then log "$dir/pids exists: stop that cluster first"; exit 1; fi
   if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null; then
     log "installing slurm-wlm and munge"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get -o DPkg::Lock::Timeout=300 update -qq >&2
-    apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends slurm-wlm munge >&2
+    (  # the packages' own services stay stopped (policy-rc.d): the daemons this script starts are its own
+      if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+        printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+        chmod 755 /usr/sbin/policy-rc.d
+        trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+      fi
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get -o DPkg::Lock::Timeout=300 update -qq >&2
+      apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends slurm-wlm munge >&2
+    )
   fi
   mkdir -p "$dir"
   chmod 700 "$dir"

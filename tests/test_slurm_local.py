@@ -15,7 +15,9 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,9 +37,18 @@ RULES = {"fetch_data", "ingest", "normalize_ratings", "split_reappraisals", "che
          "prepare_base_models", "train_reward_model"}
 
 
+def running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 @contextlib.contextmanager
-def slurm_cluster(folder: Path):
-    """A started cluster (its wrapper commands' folder, for PATH); stopped on leaving, also on failure."""
+def slurm_cluster():
+    """A started cluster (its wrapper commands' folder, for PATH); stopped on leaving, also on failure. Its
+    folder is short (munged's socket path must fit a Unix socket's 108 bytes) and removed after."""
+    folder = Path(tempfile.mkdtemp(prefix="slurm-local-", dir="/tmp"))
     try:
         start = subprocess.run(["bash", str(SCRIPT), "start", str(folder)], capture_output=True, text=True,
                                timeout=600)
@@ -49,8 +60,9 @@ def slurm_cluster(folder: Path):
         pids = [int(p) for p in (folder / "pids").read_text().split()] if (folder / "pids").exists() else []
         stop = subprocess.run(["bash", str(SCRIPT), "stop", str(folder)], capture_output=True, text=True, timeout=120)
         assert stop.returncode == 0, stop.stderr
-        alive = [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
+        alive = [pid for pid in pids if running(pid)]
         assert not alive, f"daemons left running: {alive}"
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 #: What a run writes from the clock, not from its inputs: wall times and the fetch's date.
@@ -95,7 +107,7 @@ def test_data_stages_and_a_reward_seed_run_as_slurm_jobs_with_the_local_bytes(tm
     repo = make_clean_copy(tmp_path / "slurm")
     profile = yaml.safe_load((repo / PROFILE / "config.yaml").read_text())["default-resources"]
 
-    with slurm_cluster(tmp_path / "cluster") as slurm_bin:
+    with slurm_cluster() as slurm_bin:
         env = env_with_venv()
         env["PATH"] = f"{slurm_bin}{os.pathsep}{env['PATH']}"
         proc = subprocess.run([PYTHON, "-m", "snakemake", "--profile", PROFILE, *TARGETS], cwd=repo, env=env,
@@ -113,7 +125,7 @@ def test_data_stages_and_a_reward_seed_run_as_slurm_jobs_with_the_local_bytes(tm
         assert rows == {job: ["COMPLETED", str(profile["cpus_per_task"]), f"{profile['mem_mb']}M", limit]
                         for job in submitted}, queue
         for job, path, rule in jobs:  # the job's own log, written on the node
-            assert f"rule {rule}:" in Path(path).read_text()
+            assert Path(path).name == f"{job}.log" and f"rule {rule}:" in Path(path).read_text()
 
     built, expected = files_under(repo), files_under(local)
     assert sorted(built) == sorted(expected)
