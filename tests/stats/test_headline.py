@@ -12,7 +12,7 @@ from reappraisal.stats import design_effect, headline_row, score_contests
 from .helpers import judgments_from_scores
 
 INTERVALS = [
-    "ci_stretched_logit_jackknife", "ci_logit_jackknife", "ci_cluster_t", "ci_iid_wilson", "ci_percentile_bootstrap", "ci_wild_cluster_bootstrap",
+    "ci_korn_graubard", "ci_cluster_clopper_pearson", "ci_stretched_logit_jackknife", "ci_logit_jackknife", "ci_cluster_t", "ci_iid_wilson", "ci_percentile_bootstrap", "ci_wild_cluster_bootstrap",
 ]
 
 
@@ -83,7 +83,7 @@ def test_counts_errors_and_never_drops_them_silently(scores, row):
 
 
 def test_every_interval_in_the_row_estimates_one_quantity(scores, row):
-    assert row["headline_interval"] == "ci_stretched_logit_jackknife"
+    assert row["headline_interval"] == "ci_korn_graubard"
     assert "mean of the scenario win rates" in row["estimand"]
     for name in INTERVALS:
         ci = row[name]

@@ -82,6 +82,18 @@ def jackknife_by_hand(means, n, stretch=None):
     return tuple(1 / (1 + np.exp(-back(np.mean(pseudo) + s * half))) for s in (-1, 1))
 
 
+def korn_graubard_by_hand(means, n):
+    """Korn & Graubard (1998) from its definition, with the cap of 4 contests a scenario within 0.2 of a bound:
+    statsmodels' Clopper-Pearson (``method="beta"``) at n* = min(n, θ(1−θ)/v[, 4G])·(z/t_{G-1})²."""
+    g, theta = len(means), float(np.mean(means))
+    v = np.var(means, ddof=1) / g
+    n_eff = min(n, theta * (1 - theta) / v) if v > 0 else n
+    if min(theta, 1 - theta) < 0.2:
+        n_eff = min(n_eff, 4 * g)
+    n_star = n_eff * (stats.norm.ppf(0.975) / stats.t.ppf(0.975, g - 1)) ** 2
+    return proportion_confint(theta * n_star, n_star, alpha=0.05, method="beta")
+
+
 def sign_flip_by_hand(means, null):
     d = np.asarray(means) - null
     observed = abs(d.sum())
@@ -122,9 +134,8 @@ def test_720_contests_flow_through_summarize_and_every_headline_number_is_reprod
     assert row["pooled_rate"] == pytest.approx(scored["score"].mean(), abs=1e-12)
     assert (row["wilson_low"], row["wilson_high"]) == pytest.approx(
         proportion_confint(theta * n, n, alpha=0.05, method="wilson"), abs=1e-12)
-    assert row["headline_method"] == "cluster_stretched_logit_jackknife"
-    assert (row["headline_low"], row["headline_high"]) == pytest.approx(
-        jackknife_by_hand(means, n, stretch=0.5), abs=1e-12)
+    assert row["headline_method"] == "cluster_korn_graubard"
+    assert (row["headline_low"], row["headline_high"]) == pytest.approx(korn_graubard_by_hand(means, n), abs=1e-12)
     assert (row["logit_jackknife_low"], row["logit_jackknife_high"]) == pytest.approx(
         jackknife_by_hand(means, n), abs=1e-12)
     t_ci = stats.ttest_1samp(means, 0).confidence_interval(0.95)
@@ -163,7 +174,7 @@ def test_per_scenario_and_per_run_tables_match_independent_computation(workspace
         frame = scored[scored["run"] == r["run"]]
         means = frame.groupby("vignette_id")["score"].mean().to_numpy()
         assert r["win_rate"] == pytest.approx(means.mean()) and r["n_contests"] == len(frame)
-        assert (r["ci_low"], r["ci_high"]) == pytest.approx(jackknife_by_hand(means, len(frame), stretch=0.5))
+        assert (r["ci_low"], r["ci_high"]) == pytest.approx(korn_graubard_by_hand(means, len(frame)))
     assert mine["run_effect_p"].nunique() == 1  # one test per (arm, opponent), shown on each run's row
 
 

@@ -4,13 +4,14 @@ Units: a *contest* is one (model answer, opponent answer) pair for one
 scenario judged in both orders, scored 1 / 0.5 / 0 (see
 :mod:`.contests`); *clusters* are scenarios, with runs pooled inside each
 scenario. Every interval states its assumption (:data:`ASSUMPTIONS`); the headline
-interval is the delete-one-scenario jackknife on a stretched logit
-(:func:`cluster_stretched_logit_jackknife_interval`) for the equally weighted
-mean of scenario rates, the one estimand of a headline row; the plain logit
-jackknife (:func:`cluster_logit_jackknife_interval`) is its sensitivity column.
+interval is Korn-Graubard's (:func:`cluster_korn_graubard_interval`,
+Clopper-Pearson at the effective number of contests, capped near a bound) for
+the equally weighted mean of scenario rates, the one estimand of a headline
+row; the logit jackknives and the distribution-free cluster Clopper-Pearson
+(:func:`cluster_clopper_pearson_interval`) are sensitivity columns.
 
-Modules: ``contests`` (scoring), ``intervals`` (Wilson, cluster t, logit
-jackknife, design effect), ``runs`` (per-run rates, run-effect test), ``signflip``,
+Modules: ``contests`` (scoring), ``intervals`` (Wilson, cluster t, Korn-Graubard,
+logit jackknives, distribution-free cluster Clopper-Pearson, design effect), ``runs`` (per-run rates, run-effect test), ``signflip``,
 ``bootstrap`` (percentile and wild cluster bootstraps), ``paired``
 (head-to-head by scenario), ``verdict_diagnostics`` (position bias, human agreement, kappa), ``length_bias`` (longer-wins share, length-controlled win rate),
 ``accuracy`` (reward-model pairwise accuracy), ``headline`` (the headline
@@ -42,6 +43,8 @@ from .intervals import (
     ASSUMPTIONS,
     DesignEffect,
     Interval,
+    cluster_clopper_pearson_interval,
+    cluster_korn_graubard_interval,
     cluster_logit_jackknife_interval,
     cluster_stretched_logit_jackknife_interval,
     cluster_t_interval,
@@ -76,6 +79,8 @@ __all__ = [
     "agreement_by_margin",
     "check_contests",
     "cluster_bootstrap_draws",
+    "cluster_clopper_pearson_interval",
+    "cluster_korn_graubard_interval",
     "cluster_logit_jackknife_interval",
     "cluster_stretched_logit_jackknife_interval",
     "cluster_t_interval",

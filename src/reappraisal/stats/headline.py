@@ -6,9 +6,14 @@ drawn from the scenario population (:data:`ESTIMAND`). With equal numbers of
 scored contests per scenario it equals the pooled rate k / n. Every interval
 and test in the row estimates or tests that one quantity:
 
-- headline: :func:`~reappraisal.stats.intervals.cluster_stretched_logit_jackknife_interval`;
-- logit jackknife (:func:`~reappraisal.stats.intervals.cluster_logit_jackknife_interval`), the
-  headline's method before, kept as a sensitivity column;
+- headline: :func:`~reappraisal.stats.intervals.cluster_korn_graubard_interval`;
+- distribution-free cluster Clopper-Pearson
+  (:func:`~reappraisal.stats.intervals.cluster_clopper_pearson_interval`), valid for any
+  distribution of scenario rates, wide;
+- the stretched-logit and logit jackknives
+  (:func:`~reappraisal.stats.intervals.cluster_stretched_logit_jackknife_interval`,
+  :func:`~reappraisal.stats.intervals.cluster_logit_jackknife_interval`), sensitivity columns that
+  fail near a bound with few contests;
 - cluster t on the scenario means;
 - iid Wilson: the Wilson score interval for θ̂ as if all n contests were
   independent trials (k = θ̂·n); labelled "ignores clustering";
@@ -33,6 +38,8 @@ from ..json_values import json_ready
 from .contests import check_contests, scenario_summary
 from .intervals import (
     Interval,
+    cluster_clopper_pearson_interval,
+    cluster_korn_graubard_interval,
     cluster_logit_jackknife_interval,
     cluster_stretched_logit_jackknife_interval,
     cluster_t_interval,
@@ -42,7 +49,7 @@ from .intervals import (
 from .runs import per_run_rates, run_effect_test, scenario_run_table
 from .signflip import sign_flip_test
 
-HEADLINE_INTERVAL = "ci_stretched_logit_jackknife"
+HEADLINE_INTERVAL = "ci_korn_graubard"
 ESTIMAND = (
     "equally weighted mean of the scenario win rates (runs pooled within each scenario): "
     "the expected win rate on a scenario drawn from the scenario population; equals the "
@@ -87,8 +94,8 @@ def headline_row(
     - n_contests (scored), n_errors (contests with an error verdict, not in
       any rate), n_contests_total, n_scenarios (G, scenarios with a scored
       contest), scenarios_all_errors (list), n_runs;
-    - ci_stretched_logit_jackknife (headline), ci_logit_jackknife, ci_cluster_t, ci_iid_wilson,
-      ci_percentile_bootstrap, ci_wild_cluster_bootstrap: labelled interval
+    - ci_korn_graubard (headline), ci_cluster_clopper_pearson, ci_stretched_logit_jackknife,
+      ci_logit_jackknife, ci_cluster_t, ci_iid_wilson, ci_percentile_bootstrap, ci_wild_cluster_bootstrap: labelled interval
       dicts (method, estimate = θ̂, low, high, confidence, assumption);
       headline_interval names the first;
     - sign_flip_vs_bar, sign_flip_vs_half: sign-flip test dicts on the
@@ -164,10 +171,12 @@ def _scored_scenarios(full_summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def headline_intervals(means: np.ndarray, n: int, *, confidence: float, n_boot: int, seed: int) -> dict[str, dict]:
-    """The six labelled intervals of θ̂ = mean of the scenario ``means`` (``n`` scored contests in all)."""
+    """The eight labelled intervals of θ̂ = mean of the scenario ``means`` (``n`` scored contests in all)."""
     theta = float(means.mean())
     ones = np.ones_like(means)
     bounds = {
+        ("ci_korn_graubard", "cluster_korn_graubard"): cluster_korn_graubard_interval(means, n, confidence),
+        ("ci_cluster_clopper_pearson", "cluster_clopper_pearson"): cluster_clopper_pearson_interval(means, confidence),
         ("ci_stretched_logit_jackknife", "cluster_stretched_logit_jackknife"):
             cluster_stretched_logit_jackknife_interval(means, n, confidence),
         ("ci_logit_jackknife", "cluster_logit_jackknife"): cluster_logit_jackknife_interval(means, n, confidence),

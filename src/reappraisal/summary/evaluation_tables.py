@@ -244,7 +244,7 @@ def per_run_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
                 low = high = np.nan
                 note = effect_note
                 if len(means) >= 2:
-                    low, high = stats.cluster_stretched_logit_jackknife_interval(means, n, s.confidence)
+                    low, high = stats.cluster_korn_graubard_interval(means, n, s.confidence)
                 else:
                     note = f"fewer than 2 scored scenarios in run {run}"
                 rows.append({
