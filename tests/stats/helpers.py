@@ -105,3 +105,26 @@ def simulate_clustered(
     sums = counts[..., 0] + 0.5 * counts[..., 1]
     sizes = np.full(sums.shape, float(n_runs * per_cell))
     return sums, sizes
+
+
+def simulate_regime(rng, n_datasets, *, n_scenarios, mean, spread, family="beta", per_scenario=40, unequal=False,
+                    tie_share=0.0):
+    """Simulated scenario means and scored-contest totals over the whole regime the pipeline produces.
+
+    G scenarios with true rates from :func:`scenario_rates`; scenario g gets ``per_scenario`` contests, or, when
+    ``unequal``, round(per_scenario x 0.4 ... 1.6) spread evenly across scenarios (at least 2). A contest scores
+    0.5 with probability min(tie_share, 2·min(p, 1 − p)), else 1 or 0, with E[score] = p. Returns (means, n):
+    (n_datasets, G) scenario means and the (n_datasets,) total contests.
+    """
+    p = scenario_rates(rng, n_datasets, n_scenarios, mean, spread, family)
+    tie = np.minimum(tie_share, 2 * np.minimum(p, 1 - p))
+    probs = np.clip(np.stack([p - tie / 2, tie, 1 - p - tie / 2], axis=-1), 0.0, 1.0)
+    probs /= probs.sum(axis=-1, keepdims=True)
+    if unequal:
+        sizes = np.maximum(2, np.round(per_scenario * np.linspace(0.4, 1.6, n_scenarios))).astype(int)
+    else:
+        sizes = np.full(n_scenarios, per_scenario)
+    sizes = np.broadcast_to(sizes, (n_datasets, n_scenarios))
+    counts = rng.multinomial(sizes, probs)
+    means = (counts[..., 0] + 0.5 * counts[..., 1]) / sizes
+    return means, sizes.sum(axis=1).astype(float)
