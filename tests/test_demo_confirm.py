@@ -83,7 +83,7 @@ def test_the_confirmation_pool_is_generated_only_after_the_preregistration(demo_
     assert prereg_path.stat().st_mtime <= (demo_run / "results/confirm/generations.parquet").stat().st_mtime
     # the registration names the checkpoint, metric, interval, bar and test, and the selection it came from
     assert prereg["checkpoint_sha256"] and all(len(h) == 64 for h in prereg["checkpoint_sha256"].values())
-    assert prereg["interval"]["method"] == "ci_stretched_logit_jackknife" and prereg["bar"] == 0.5
+    assert prereg["interval"]["method"] == "ci_korn_graubard" and prereg["bar"] == 0.5
     selection = _table(demo_run, "selection")
     assert selection.loc[selection["selected"], "system"].tolist() == [prereg["selected_system"]]
     assert selection["win_rate"].max() == pytest.approx(prereg["selection"]["selected_estimate"])

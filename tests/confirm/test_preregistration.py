@@ -114,3 +114,15 @@ def test_confirmation_generation_refused_without_a_preregistration(registered, t
                                 registered["checkpoints"], "--vignettes", "v.parquet", "--out", "o.parquet",
                                 "--params", "{\"seed\": 1, \"preset\": \"demo\"}"])
     assert not Path("o.parquet").exists()
+
+
+def test_a_registration_under_the_replaced_interval_is_refused_in_one_line():
+    import pandas as pd
+
+    from reappraisal.confirm.confirmation import confirmation_result
+
+    document = {"interval": {"method": "ci_stretched_logit_jackknife", "confidence": 0.95, "clusters": "scenarios"}}
+    with pytest.raises(ValueError) as raised:
+        confirmation_result(pd.DataFrame(), document, n_boot=10, seed=0)
+    message = str(raised.value)
+    assert "\n" not in message and "ci_stretched_logit_jackknife" in message and "ci_korn_graubard" in message
