@@ -11,7 +11,7 @@ sd 0.03, 0.075, 0.15, G = 5, 8, 10, 5-160 contests a scenario, another seed). Th
 Bar: coverage >= 0.93 and each tail (the share of intervals wholly below, wholly above the truth) <= 0.04.
 
 Candidates: ``stretched_logit_jackknife`` (the jackknife on sinh(0.5 logit), clipped at 0.5/n), ``korn_graubard``
-(uncapped), ``korn_graubard_cap{c}_near{d}`` (the effective number of contests at most c a scenario where the estimate
+(uncapped), ``wilson_effective_n`` (Wilson at Korn-Graubard's effective number of contests), ``korn_graubard_cap{c}_near{d}`` (the effective number of contests at most c a scenario where the estimate
 lies within d of a bound; ``_near1.0`` = everywhere), ``cluster_clopper_pearson`` (distribution-free). The headline
 is ``korn_graubard_cap4_near0.2`` (:func:`reappraisal.stats.cluster_korn_graubard_interval`).
 
@@ -29,16 +29,18 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
-from reappraisal.stats import (  # noqa: E402
+from reappraisal.stats import (
     cluster_clopper_pearson_interval,
     cluster_korn_graubard_interval,
     cluster_stretched_logit_jackknife_interval,
+    wilson_interval,
 )
-from tests.stats.helpers import FAMILIES, logit_normal_parameters, simulate_regime  # noqa: E402
+from tests.stats.helpers import FAMILIES, logit_normal_parameters, simulate_regime
 
 GRIDS = {
     "tuning": {"seed": 1, "means": (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99),
@@ -54,7 +56,19 @@ def _kg(cap, near):
     return lambda means, n: cluster_korn_graubard_interval(means, n, near_bound=near, contests_per_scenario_near_bound=cap)
 
 
+def _wilson_effective_n(means, n):
+    """Wilson score interval at Korn-Graubard's effective number of contests (uncapped, df-adjusted)."""
+    g = means.shape[-1]
+    theta = means.mean(axis=-1)
+    variance = means.var(axis=-1, ddof=1) / g
+    spread = variance > 0
+    n_eff = np.minimum(np.where(spread, theta * (1 - theta) / np.where(spread, variance, 1.0), np.inf), n)
+    n_star = n_eff * (stats.norm.isf(0.025) / stats.t.isf(0.025, df=g - 1)) ** 2
+    return wilson_interval(theta * n_star, n_star)
+
+
 CANDIDATES = {
+    "wilson_effective_n": _wilson_effective_n,
     "stretched_logit_jackknife": lambda means, n: cluster_stretched_logit_jackknife_interval(means, n),
     "korn_graubard": _kg(np.inf, 0.0),
     **{f"korn_graubard_cap{c}_near{d}": _kg(c, d) for c in (4, 6, 8, 12, 24) for d in (0.1, 0.2, 0.3, 1.0)},
@@ -128,7 +142,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--grid", choices=list(GRIDS), default="tuning")
     ap.add_argument("--datasets", type=int, default=1500, help="simulated datasets per setting")
-    ap.add_argument("--candidates", nargs="+", default=["stretched_logit_jackknife", "korn_graubard",
+    ap.add_argument("--candidates", nargs="+", default=["stretched_logit_jackknife", "wilson_effective_n", "korn_graubard",
                                                         "korn_graubard_cap4_near1.0", "korn_graubard_cap4_near0.1",
                                                         HEADLINE, "korn_graubard_cap12_near0.2", "cluster_clopper_pearson"],
                     choices=list(CANDIDATES))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -124,6 +125,11 @@ def main() -> None:
 
     if dist.is_initialized():
         dist.destroy_process_group()
+    # Skip the interpreter's teardown: with the result written and the group closed, a worker thread still
+    # joinable when C++ statics are destroyed can abort an otherwise finished process (SIGABRT, seen on CI).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from reappraisal.stats import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import headline_regimes as regimes  # noqa: E402
+import headline_regimes as regimes
 
 DATASETS = 1500
 #: Nearly two-valued scenario rates (sd 0.2 at a rate of 0.1 or 0.9: two thirds of the largest sd possible) with
