@@ -13,7 +13,7 @@ import pytest
 from reappraisal.cli import main as cli
 from reappraisal.data.leakage import find_overlaps, ngrams, normalized_text
 from reappraisal.data.leakage_io import run_checks
-from reappraisal.data.split import assign_splits, build_pairs, identical_texts_summary, stable_rng
+from reappraisal.data.split import assign_splits, build_pairs, identical_texts_summary, text_rank
 
 from tests.workflow_utils import run_snakemake
 
@@ -177,19 +177,23 @@ def test_identical_texts_land_on_one_side_whatever_their_ids(seed):
     assert report["val_train_copies"] == [] and report["answer_copies"] == [] and report["ok"]
 
 
-def test_without_identical_texts_the_split_is_the_plain_per_scenario_shuffle():
-    """The grouping moves nothing when every text is distinct: the split by id it replaced, as it was."""
+def test_without_identical_texts_each_scenarios_val_is_its_lowest_ranked_texts():
+    """Every text distinct: a scenario's val is its n_val texts first in the keyed-hash order of their content
+    (no row order involved), and different seeds draw different val sets."""
     rows = [(f"{v}_{k:02d}", v, f"Distinct answer {k} for {v}.") for v in ("v1", "v2", "v3") for k in range(int(v[1]) * 7)]
     targets = targets_frame(rows)
+    vals = set()
     for seed in range(5):
         got = assign_splits(targets, ["v1", "v2", "v3"], seed=seed, **SPLIT_ARGS)["split"]
         want = pd.Series("excluded", index=targets.index)
         for vid in ("v1", "v2", "v3"):
-            ids = np.sort(targets.index[targets["vignette_id"] == vid].to_numpy())
-            stable_rng(seed, "split", vid).shuffle(ids)
+            ids = targets.index[targets["vignette_id"] == vid].to_numpy()
+            ranked = sorted(ids, key=lambda i: text_rank(seed, vid, normalized_text(targets.loc[i, "text"])))
             n_val = min(max(1, int(round(0.2 * len(ids)))), len(ids) - 1)
-            want[ids[:n_val]], want[ids[n_val:]] = "val", "train"
+            want[ranked[:n_val]], want[ranked[n_val:]] = "val", "train"
         pd.testing.assert_series_equal(got, want, check_names=False)
+        vals.add(tuple(got.index[got == "val"]))
+    assert len(vals) == 5
 
 
 def test_a_scenario_whose_texts_all_sit_on_one_side_already_is_refused():

@@ -39,7 +39,7 @@ from .quoting import quote
 from .rating_hints import not_a_number_hint
 from .reshape import check_rating_source, reshape_ratings
 from .sources import DELIMITED, read_source_file
-from .table_schemas import HUMAN, POOLS, RATINGS, REAPPRAISALS, VIGNETTES, strip_origin, validate_table, where
+from .table_schemas import HUMAN, POOLS, RATINGS, REAPPRAISALS, VIGNETTES, in_key_order, strip_origin, validate_table, where
 
 #: Training scenarios need this many human reappraisals: one for train, one for validation.
 MIN_HUMAN_PER_TRAINING_SCENARIO = 2
@@ -379,10 +379,10 @@ def ingest_with_counts(raw_dir: str | Path, data_cfg: Mapping[str, Any]) -> tupl
     check_date_mangling({"vignettes": vignettes, "reappraisals": reappraisals, "ratings": ratings})
     check_references(vignettes, reappraisals, ratings)
     check_training_scenarios(vignettes, reappraisals)
-    tables = {
-        "vignettes": strip_origin(vignettes, VIGNETTES),
-        "reappraisals": strip_origin(reappraisals, REAPPRAISALS),
-        "ratings": strip_origin(ratings, RATINGS),
+    tables = {  # in key order: a re-export of the same data in another row or file order gives the same bytes
+        "vignettes": in_key_order(strip_origin(vignettes, VIGNETTES), VIGNETTES),
+        "reappraisals": in_key_order(strip_origin(reappraisals, REAPPRAISALS), REAPPRAISALS),
+        "ratings": in_key_order(strip_origin(ratings, RATINGS), RATINGS),
     }
     # notes: what was read otherwise than written (absent when nothing was, as in a clean export)
     return tables, {**ingest_checks(tables, counts), "warnings": warnings, **({"notes": notes} if notes else {})}

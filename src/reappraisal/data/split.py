@@ -11,12 +11,14 @@ references and every opponent model's answers) is ``heldout`` and never
 enters train or val. Human reappraisals with fewer than ``min_ratings``
 ratings on the primary dimension are ``excluded`` (counted).
 
-Scenarios are split in sorted order; in each, its groups are shuffled (a
-generator keyed by seed and scenario) and, in that order, those not placed by
+Scenarios are split in sorted order; in each, its groups are ranked by a
+keyed hash of their normalised text (:func:`text_rank`: the seed, the
+scenario and the text, nothing else) and, in that order, those not placed by
 an earlier scenario go to val until the scenario's val share (counting the
-reappraisals placed earlier) is reached. Without identical texts this is a
-plain per-scenario shuffle of the reappraisals; with them, only the
-reappraisals near the val/train boundary of a scenario move.
+reappraisals placed earlier) is reached. The split is therefore a function of
+the data's content: the same reappraisals in any row or file order land on
+the same sides. Identical texts move only the reappraisals near the
+val/train boundary of a scenario.
 
 A *pair* is two human reappraisals of the same scenario from the same split,
 with the human margin |z_a − z_b| on the primary dimension; A/B order is
@@ -42,6 +44,11 @@ def stable_rng(seed: int, *keys: str) -> np.random.Generator:
     """A generator determined by ``seed`` and string keys (independent of hash randomisation)."""
     digest = hashlib.sha256("\x1f".join(keys).encode()).digest()
     return np.random.default_rng([seed, int.from_bytes(digest[:8], "little")])
+
+
+def text_rank(seed: int, vignette_id: str, text_key: str) -> bytes:
+    """A group's place in its scenario's val/train order: a keyed hash of its normalised text (order-free)."""
+    return hashlib.sha256("\x1f".join((str(seed), "split", vignette_id, text_key)).encode()).digest()
 
 
 def build_targets(reappraisals: pd.DataFrame, ratings_z: pd.DataFrame, dimensions: Sequence[str]) -> pd.DataFrame:
@@ -91,7 +98,7 @@ def assign_splits(
     for vid in sorted(train_vignettes):
         rows = np.sort(out.index[in_pool & (out["vignette_id"] == vid)].to_numpy())
         keys = key.loc[rows].to_numpy(dtype=object)
-        groups = list(dict.fromkeys(keys))  # in the order of their first row
+        groups = sorted(set(keys), key=lambda g: text_rank(seed, vid, g))  # by content, not by row order
         if len(groups) < 2:
             human = ~(non_human | explicitly_held) & (out["vignette_id"] == vid)
             few = int((human & ~eligible).sum())
@@ -105,9 +112,7 @@ def assign_splits(
         size = {g: int((keys == g).sum()) for g in groups}
         n_val = min(max(1, int(round(val_fraction * len(rows)))), len(rows) - 1)
         n_in_val = sum(size[g] for g in groups if side.get(g) == "val")
-        order = np.arange(len(groups))
-        stable_rng(seed, "split", vid).shuffle(order)
-        for g in (groups[k] for k in order if groups[k] not in side):
+        for g in (g for g in groups if g not in side):
             side[g] = "val" if n_in_val < n_val else "train"
             n_in_val += size[g] if side[g] == "val" else 0
         sides = {side[g] for g in groups}

@@ -88,3 +88,9 @@ def validate_table(df: pd.DataFrame, schema: TableSchema) -> pd.DataFrame:
 def strip_origin(df: pd.DataFrame, schema: TableSchema) -> pd.DataFrame:
     """Keep only the schema's columns, in order, with a clean index."""
     return df[list(schema.columns)].reset_index(drop=True)
+
+
+def in_key_order(df: pd.DataFrame, schema: TableSchema) -> pd.DataFrame:
+    """The rows sorted by the schema's key (unique once validated), with a clean index: a table's bytes and
+    everything computed from it then depend on its content only, not on the order of the export's rows or files."""
+    return df.sort_values(list(schema.key), kind="mergesort").reset_index(drop=True)
