@@ -22,8 +22,9 @@ LAYERS = ["core", "data", "base_models", "reward", "grm", "policy", "evaluation"
 
 
 #: The entry points on top: the command dispatcher, the ``run`` command that drives Snakemake, and the job
-#: server that forks commands through the dispatcher.
-DISPATCHER = ("cli", "__main__", "run_io", "job_server")
+#: server that forks commands through the dispatcher
+#: (its job's side, which the dispatcher calls, apart: no circle).
+DISPATCHER = ("cli", "__main__", "run_io", "job_server", "job_client")
 
 
 def layer_of(module: str) -> str | None:
@@ -106,3 +107,71 @@ def test_the_check_finds_uphill_imports_also_inside_functions(tmp_path):
     assert uphill == ["reappraisal/base_models/prepare_io.py:4 (base_models) imports reappraisal.policy (policy)",
                       "reappraisal/reward/card.py:1 (reward) imports reappraisal.cli (dispatcher)"]
     assert unplaced == ["reappraisal/newthing.py (layer 'newthing')"]
+
+
+def module_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (a name that is a package counts as its ``__init__``)."""
+    modules = {_module_name(p, root)[0] for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        me = _module_name(path, root)[0]
+        targets = set()
+        for _, target in imports_of(path, root):
+            while target and target not in modules:  # ``from .x import name``: the module x
+                target = target.rpartition(".")[0]
+            if target and target != me:
+                targets.add(target)
+        graph[me] = targets
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The graph's strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_two_modules_import_each_other_directly_or_around_a_circle():
+    """A package ``__init__`` that re-exports its modules counts too: a circle means neither module can be
+    read, tested or replaced alone."""
+    assert import_circles(module_graph()) == []
+
+
+def test_the_circle_check_finds_a_circle_through_a_function_import(tmp_path):
+    pkg = tmp_path / "reappraisal"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .b import f\n")
+    (pkg / "b.py").write_text("def f():\n    from .c import g\n")
+    (pkg / "c.py").write_text("from reappraisal.a import x\n")
+    (pkg / "d.py").write_text("from . import a\n")
+    assert import_circles(module_graph(pkg)) == [["reappraisal.a", "reappraisal.b", "reappraisal.c"]]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from reappraisal.cli import SERVER_ENV
-from reappraisal.job_server import Server, delegate
+from reappraisal.job_client import SERVER_ENV, delegate
+from reappraisal.job_server import Server
 
 PYTHON = sys.executable
 
@@ -54,7 +54,7 @@ def probe_server():
 
 def through(address: str, *argv: str, env=None, cwd=None, **popen) -> subprocess.Popen:
     """A job's process handing the probe command to the server (as ``python -m reappraisal`` does)."""
-    code = f"import sys; from reappraisal.job_server import delegate; sys.exit(delegate({address!r}, 'probe', sys.argv[1:]))"
+    code = f"import sys; from reappraisal.job_client import delegate; sys.exit(delegate({address!r}, 'probe', sys.argv[1:]))"
     return subprocess.Popen([PYTHON, "-c", code, *argv], env=env,
                             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 

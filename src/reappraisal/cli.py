@@ -17,11 +17,9 @@ import sys
 from typing import Any, Callable, Sequence
 
 from .errors import FinishedElsewhere, PipelineInputError
+from .job_client import SERVER_ENV
 from .profiling import profiled
 
-#: Set by ``reappraisal run`` for its jobs (see :mod:`reappraisal.job_server`; kept here so that a job
-#: without a server imports nothing more).
-SERVER_ENV = "REAPPRAISAL_JOB_SERVER"
 
 #: command name -> "module:function"; the function takes the remaining argv.
 COMMANDS: dict[str, str] = {
@@ -77,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     address = os.environ.get(SERVER_ENV)
     if address:  # a run's warm server forks the command with this process's streams (reappraisal.job_server)
-        from .job_server import delegate
+        from .job_client import delegate
 
         code = delegate(address, name, rest)
         if code is not None:

@@ -4,7 +4,7 @@ Every job of the pipeline is ``python -m reappraisal <command>``, a fresh interp
 5 s of one core importing torch, transformers and TRL before it does any work; the demo runs about 50
 such jobs. ``reappraisal run`` starts one server (``python -m reappraisal.job_server``) that imports
 them once and listens on a Unix socket, and tells Snakemake's jobs its address in
-``REAPPRAISAL_JOB_SERVER``. A job's process (:func:`delegate`) then sends the server its arguments,
+``REAPPRAISAL_JOB_SERVER``. A job's process (:func:`reappraisal.job_client.delegate`) then sends the server its arguments,
 working folder, environment and standard streams (the descriptors themselves); the server forks a
 child that takes them over and runs the command exactly as ``python -m reappraisal`` would
 (:func:`reappraisal.cli.main`). The job's process waits for the child's exit status and exits with it,
@@ -20,9 +20,7 @@ stops with the ``run`` that started it; a child running then goes on until its j
 from __future__ import annotations
 
 import argparse
-import array
 import atexit
-import json
 import os
 import signal
 import socket
@@ -31,9 +29,8 @@ import threading
 import traceback
 from typing import Sequence
 
-from .cli import SERVER_ENV, main as cli_main  # SERVER_ENV: the variable naming the server's socket
-#: Commands that never go through the server (``run`` starts it).
-NOT_FORKED = frozenset({"run"})
+from .cli import main as cli_main
+from .job_client import SERVER_ENV, receive, send
 #: The libraries the server imports before it accepts a job (what almost every command imports).
 PRELOAD = (
     "numpy", "pandas", "pyarrow.parquet", "scipy.stats", "yaml", "jsonschema", "torch", "transformers",
@@ -46,86 +43,12 @@ PRELOAD_ATTRIBUTES = {
                      "LogitsProcessorList", "Qwen3Config", "Qwen3ForCausalLM", "Qwen3ForSequenceClassification"),
     "trl": ("GRPOConfig", "GRPOTrainer", "SFTConfig", "SFTTrainer", "RewardConfig", "RewardTrainer"),
 }
-_MAX_MESSAGE = 1 << 20
-
-
-def _send(sock: socket.socket, message: dict, fds: Sequence[int] = ()) -> None:
-    data = json.dumps(message).encode()
-    if fds:
-        sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
-    else:
-        sock.sendall(data)
-
-
-def _receive(sock: socket.socket, n_fds: int = 0) -> tuple[dict | None, list[int]]:
-    """One message (None at end of stream) and the descriptors that came with it."""
-    data, fds, _, _ = socket.recv_fds(sock, _MAX_MESSAGE, n_fds) if n_fds else (sock.recv(_MAX_MESSAGE), [], 0, None)
-    return (json.loads(data) if data else None), list(fds)
-
-
-# --------------------------------------------------------------------------- the job's side
-def delegate(address: str, name: str, argv: Sequence[str]) -> int | None:
-    """Run command ``name`` with ``argv`` in a fork of the server at ``address`` (an abstract socket's name,
-    as :data:`SERVER_ENV` gives it): the command's exit status, or None
-    when the server could not start it (the caller then runs the command itself)."""
-    if name in NOT_FORKED:
-        return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    try:
-        sock.settimeout(10)
-        sock.connect("\0" + address)
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        request = {"argv0": sys.argv[0], "argv": [name, *argv], "cwd": os.getcwd(), "env": dict(os.environ),
-                   "path": sys.path}
-        _send(sock, request, [0, 1, 2])
-    except OSError:  # no server listening (yet): nothing was started
-        sock.close()
-        return None
-    sock.settimeout(None)  # the child answers with its pid before it runs the command, or dies before it
-    try:
-        started, _ = _receive(sock)
-    except OSError:
-        started = None
-    if not started or "pid" not in started:  # the child died before the command started: run it here
-        sock.close()
-        return None
-    pid = int(started["pid"])
-
-    received: list[int] = []
-
-    def forward(signum, _frame):
-        received.append(signum)
-        try:
-            os.kill(pid, signum)
-        except ProcessLookupError:
-            pass
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
-        signal.signal(signum, forward)
-    while True:
-        try:
-            finished, _ = _receive(sock)
-            break
-        except InterruptedError:
-            continue
-        except OSError:
-            finished = None
-            break
-    sock.close()
-    if finished is None or "code" not in finished:  # the command was killed by a signal
-        if received:  # the one this process passed on: end as the command's own process would have
-            signal.signal(received[-1], signal.SIG_DFL)
-            os.kill(os.getpid(), received[-1])
-        print(f"error: the command (pid {pid}) ended without an exit status", file=sys.stderr)
-        return 1
-    return int(finished["code"])
 
 
 # --------------------------------------------------------------------------- the server's side
 def _run_job(conn: socket.socket) -> int:
     """In the forked child: take over the job's streams, folder and environment, run the command."""
-    request, fds = _receive(conn, 3)
+    request, fds = receive(conn, 3)
     if request is None or len(fds) != 3:
         return 2
     os.write(2, f"pid {os.getpid()}: {' '.join(request['argv'][:3])} ...\n".encode())  # the server's log
@@ -139,7 +62,7 @@ def _run_job(conn: socket.socket) -> int:
     _fresh_streams(env)
     sys.path[:] = request["path"]
     sys.argv = [request["argv0"], *request["argv"]]
-    _send(conn, {"pid": os.getpid()})
+    send(conn, {"pid": os.getpid()})
 
     def watch_job_process():  # the job's process died (killed): stop, as the job would have
         try:
@@ -194,7 +117,7 @@ def _child(listener: socket.socket, conn: socket.socket) -> None:
             atexit._run_exitfuncs()  # what a fresh interpreter runs when the command returns
             for stream in (sys.stdout, sys.stderr):
                 stream.flush()
-            _send(conn, {"code": code})
+            send(conn, {"code": code})
         except BaseException:
             pass
         os._exit(code)
