@@ -116,3 +116,9 @@ def test_the_suites_counts_and_times_live_in_one_place():
                "benchmarks/README.md": "| 1,136 passed | against the 15-minute target"}
     assert numbers_elsewhere(planted) == ["docs/testing.md:1: 1,119 tests",
                                           "docs/CONVENTIONS.md:1: keep the suite under ~20 minutes"]
+
+
+def test_the_readme_stays_a_two_minute_read():
+    """How to use the project fits in 150 lines; detail lives in docs/."""
+    lines = (REPO / "README.md").read_text().count("\n")
+    assert lines <= 150, f"README.md has {lines} lines; move detail to docs/"
