@@ -43,6 +43,7 @@ COMMANDS: dict[str, str] = {
     "generate-best-of-n": "reappraisal.evaluation.best_of_n_io:cli_main",
     "judge": "reappraisal.evaluation.judging_io:cli_main",
     "draw-truth": "reappraisal.evaluation.truth_draw_io:cli_main",
+    "trajectory-truth": "reappraisal.evaluation.trajectory_io:cli_main",
     "compute-truth": "reappraisal.evaluation.truth_io:cli_main",
     "forget-unparsed-replies": "reappraisal.evaluation.forget_io:cli_main",
     "gold": "reappraisal.data.gold_io:cli_main",

@@ -287,6 +287,8 @@ def get_evaluation_outputs(kind="contests"):
 
 
 TRUTH_SYSTEMS = EVAL_SYSTEMS if TRUTH_ENABLED else []
+# the arms whose gold and proxies are drawn along the KL from the start (demo truth only)
+TRAJECTORY_ARMS = list(config["evaluation"]["truth"]["trajectory"]["arms"]) if TRUTH_ENABLED else []
 
 
 def get_truth_scorer_inputs(wildcards=None):
@@ -314,6 +316,7 @@ def get_summary_inputs(wildcards=None):
         "candidates": [f"results/evaluation/run{r}/best_of_n/{s}.parquet" for r in EVAL_RUNS for s in BON_SYSTEMS],
         "truths": ["results/evaluation/truth/truths.parquet"] if TRUTH_ENABLED else [],
         "world": ["results/evaluation/truth/world.parquet"] if TRUTH_ENABLED else [],
+        "trajectories": [f"results/evaluation/truth/trajectory/{a}.parquet" for a in TRAJECTORY_ARMS],
     }
 
 

@@ -206,5 +206,32 @@ rule compute_truth:
         " --world {output.world} --params {params.cfg:q} 2>&1 | tee {log}"
 
 
+rule trajectory_truth:
+    input:
+        unpack(get_policy_model_inputs),
+        steps="results/policy/{arm}/steps",
+        final="results/policy/{arm}/model",
+        vignettes="data/interim/vignettes.parquet",
+        targets="data/processed/targets.parquet",
+        spec=lambda w: get_judge_files([config["evaluation"]["headline_judge"]]),
+    output:
+        trajectory="results/evaluation/truth/trajectory/{arm}.parquet",
+    params:
+        cfg=lambda w: section_file("evaluation", "policy", "reward", "grm", "data"),
+        start=lambda w: get_policy_start(),
+        rm_flag=lambda w, input: ("--rm-dirs " + " ".join(input.rm)) if input.rm else "",
+        grm_flag=lambda w, input: f"--grm-dir {input.grm[0]}" if input.grm else "",
+    resources:
+        gpu=1,
+    log:
+        "logs/trajectory_truth/{arm}.log",
+    conda:
+        "../../envs/train.yaml"
+    shell:
+        "python -m reappraisal trajectory-truth --arm {wildcards.arm} --start {params.start:q} --steps {input.steps}"
+        " --final {input.final} --vignettes {input.vignettes} --targets {input.targets} {params.rm_flag}"
+        " {params.grm_flag} --out {output.trajectory} --params {params.cfg:q} 2>&1 | tee {log}"
+
+
 REPORT_INPUTS["judge_calibration"] = "results/evaluation/judge_calibration.json"
 REPORT_INPUTS["ood_disjointness"] = "results/evaluation/ood_disjointness.json"

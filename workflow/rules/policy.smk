@@ -39,6 +39,7 @@ rule train_policy:
         model=directory("results/policy/{arm}/model"),
         training_log="results/policy/{arm}/training_log.csv",
         health="results/policy/{arm}/health.json",
+        steps=directory("results/policy/{arm}/steps"),
     priority: 20
     params:
         cfg=lambda w: section_file("policy", "data", "grm", "reward"),

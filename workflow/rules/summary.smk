@@ -22,7 +22,8 @@ rule summarize:
                                                         ("confirmation_contests", "confirmation-contests"))
             if input[key]),
         candidates=lambda w, input: ("--candidates " + " ".join(input.candidates)) if input.candidates else "",
-        truth_flags=lambda w, input: f"--truths {input.truths[0]} --world {input.world[0]}" if input.truths else "",
+        truth_flags=lambda w, input: (f"--truths {input.truths[0]} --world {input.world[0]}" if input.truths else "")
+        + ((" --trajectories " + " ".join(input.trajectories)) if input.trajectories else ""),
         # the folders holding run{run}/ and {arm}/, derived from the inputs
         evaluation_dir=lambda w, input: os.path.dirname(os.path.dirname(input.contests[0])),
         policy_dir=lambda w, input: os.path.dirname(os.path.dirname(input.health[0])),

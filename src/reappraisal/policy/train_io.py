@@ -161,6 +161,7 @@ def train_policy(
 
     from .epoch_sampler import epoch_ordered
     from .generation import decoder_applies, with_project_decoder
+    from .snapshots import SNAPSHOT_WORK_DIR, STEPS_DIR, publish_snapshots, snapshot_callback
 
     from reappraisal.atomic import atomic_path, write_json
 
@@ -179,6 +180,10 @@ def train_policy(
         raise PipelineInputError("no vignette of pool 'train'", where="vignettes")
     gold_scorer = policy["gold_scorer"]
     check_gold_scorer(gold_scorer, preset=preset, data_source=data_source)
+    beyond = sorted(s for s in policy["snapshot_steps"] if s > policy["max_steps"])
+    if beyond:
+        raise PipelineInputError(f"steps {beyond} are beyond max_steps {policy['max_steps']}: no snapshot there",
+                                 where="config key 'policy.snapshot_steps'")
     settings = grpo_settings(policy, seed=seed, output_dir=work_dir, arm_beta=arm.beta)
     args = GRPOConfig(**settings)  # first: it sets up the distributed state every later check reads
     state = PartialState()
@@ -187,6 +192,7 @@ def train_policy(
     spec = {"arm": instance.name, "reward": arm.reward, "weights": vars(arm.weights), "grpo": {k: v for k, v in settings.items() if k != "output_dir"},
             "model_dir": str(model_dir), "prompts": fingerprint(rows), "format_gate": policy["format_gate"],
             "judges": judges_spec or {}, "num_processes": state.num_processes,
+            "snapshot_steps": sorted(int(s) for s in policy["snapshot_steps"]),
             # whose sampler drew the completions (a checkpoint of the other one is not this run's)
             "decoder": "project" if decoder_applies(args, is_vlm=False) else "trl"}
     with contextlib.ExitStack() as held:
@@ -207,9 +213,11 @@ def train_policy(
         reward_funcs: list[Any] = [reward]
         if gold_scorer:
             reward_funcs.append(GoldQualityLog(tokenizer=tokenizer))  # weight 0 (grpo_settings): logged, never optimized
+        kept = ([snapshot_callback(policy["snapshot_steps"], work.path / SNAPSHOT_WORK_DIR, tokenizer=tokenizer)]
+                if policy["snapshot_steps"] else [])
         trainer = epoch_ordered(with_project_decoder(GRPOTrainer))(
             model=str(model_dir), reward_funcs=reward_funcs, args=args,
-            train_dataset=Dataset.from_list(rows), processing_class=tokenizer, callbacks=list(callbacks),
+            train_dataset=Dataset.from_list(rows), processing_class=tokenizer, callbacks=[*callbacks, *kept],
         )
         if work.resume and state.is_main_process:
             print(f"resuming {instance.name} from {work.resume}", flush=True)
@@ -237,6 +245,7 @@ def train_policy(
                 with atomic_path(out_dir / "training_log.csv", suffix=".csv") as tmp:
                     pd.DataFrame(log_rows).to_csv(tmp, index=False)
                 write_json(health, out_dir / "health.json")
+                publish_snapshots(work.path / SNAPSHOT_WORK_DIR, out_dir / STEPS_DIR, policy["snapshot_steps"])
     state.wait_for_everyone()
     return health
 
@@ -264,12 +273,14 @@ def record_external(arm: ArmSpec, out_dir: str | Path) -> dict[str, Any]:
 
     from .arms import EXTERNAL_POINTER
     from .health import LOG_COLUMNS
+    from .snapshots import STEPS_DIR, publish_snapshots
 
     out_dir = Path(out_dir)
     with atomic_dir(out_dir / "model") as tmp:
         (tmp / EXTERNAL_POINTER).write_text(json.dumps({"arm": arm.name, "checkpoint": arm.external}, indent=2) + "\n")
     with atomic_path(out_dir / "training_log.csv", suffix=".csv") as tmp:
         pd.DataFrame(columns=["step", *LOG_COLUMNS]).to_csv(tmp, index=False)
+    publish_snapshots(None, out_dir / STEPS_DIR, [])
     health = external_health(arm)
     write_json(health, out_dir / "health.json")
     return health

@@ -58,6 +58,7 @@ from .paper_tables import CARD_TABLES, card_tables
 from .render import to_csv, to_latex, to_markdown
 from .summary_table import Table
 from .overoptimization import WINDOW as OVEROPTIMIZATION_WINDOW, overoptimization_table
+from .trajectory import trajectory_tables
 from .truth_tables import Truths, attach_truth, truth_table, truth_verdicts, world_summary_table
 from ..table_contracts import CONTEST_COLUMNS, CONTEST_KEYS, CONTEST_LENGTH_COLUMNS, VERDICT_COLUMNS
 
@@ -357,6 +358,13 @@ def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy
     for name in METRICS:
         if metrics[name][0] is None:
             tables[name].sources = [()] * len(tables[name].frame)
+    trajectories = {}
+    for path in map(Path, (truth_files or {}).get("trajectories") or []):
+        frame = _read_parquet(path, "a trajectory_truth table")
+        if not frame.empty:
+            trajectories[str(frame["arm"].iloc[0])] = (frame, _rel(path, root))
+    tables.update(trajectory_tables({a: f for a, (f, _) in trajectories.items()},
+                                    {a: src for a, (_, src) in trajectories.items()}))
     truths = read_truths(truth_files, root)
     if truths is not None:
         attach_truth(tables, truths["truths"], headline_arm=s.headline_arm, headline_opponent=s.headline_opponent)
@@ -462,6 +470,8 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--candidates", nargs="*", default=[], help="every best-of-N candidates table (compute)")
     ap.add_argument("--truths", default=None, help="the truth stage's truths (demo only)")
     ap.add_argument("--world", default=None, help="the truth stage's world table (with --truths)")
+    ap.add_argument("--trajectories", nargs="*", default=[],
+                    help="the trajectory_truth stage's tables, one per arm (demo only)")
     ap.add_argument("--root", default=".", help="repository root: lineage paths are relative to it")
     ap.add_argument("--params", required=True, help="JSON with sections summary, evaluation, policy, seed, preset")
     ns = ap.parse_args(argv)
@@ -474,7 +484,8 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
                                root=root, confirmation_files={
                                    "preregistration": ns.preregistration, "confirmation": ns.confirmation,
                                    "confirmation_contests": ns.confirmation_contests, "candidates": ns.candidates},
-                               truth_files={"truths": ns.truths, "world": ns.world})
+                               truth_files={"truths": ns.truths, "world": ns.world,
+                                            "trajectories": ns.trajectories})
     write_outputs(tables, ledger, Path(ns.out_tables), Path(ns.out_claims), root, ns.out_numbers, provenance,
                   ns.out_provenance)
     head = tables["headline"].frame

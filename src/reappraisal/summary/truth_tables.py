@@ -49,6 +49,9 @@ DIFF_COLUMNS = {
     "ablation": ("diff_vs_headline_arm", "diff_ci_low", "diff_ci_high"),
     "best_of_n": ("diff", "diff_ci_low", "diff_ci_high"),
 }
+#: Tables whose values are truths themselves (fresh draws of the demo world): a claim on them has a truth
+#: verdict, the rule's own.
+TRUTH_VALUED_TABLES = frozenset({"trajectory", "trajectory_fit"})
 #: The intervals the truth table checks: (table, estimate, low, high, truth column).
 INTERVALS = (
     ("headline", "win_rate", "headline_low", "headline_high", "truth"),
@@ -203,6 +206,8 @@ def truth_verdicts(records: list[dict], claims: list[Mapping], tables: Mapping[s
                     value, read_truth = _plain(row.get("truth")), True
                 elif column in DIFF_COLUMNS.get(name, ()):
                     value, read_truth = _plain(row.get("diff_truth")), True
+                elif name in TRUTH_VALUED_TABLES:
+                    value, read_truth = _plain(row.get(column)), True
                 else:
                     value = _plain(row.get(column))
                 than = cond["than"]
