@@ -289,3 +289,49 @@ def gold_proxy_against_kl(logs: Mapping[str, pd.DataFrame], *, name: str, title:
     fig.suptitle(title, fontsize=9.5, x=0.01, ha="left", y=1.06)
     fig.tight_layout()
     return to_svg(fig, name, title)
+
+
+def truth_against_kl(frame: pd.DataFrame, *, name: str, title: str) -> str:
+    """Gao et al.'s picture from truths, one panel per arm: the gold gain over the start of fresh answers at
+    each kept checkpoint (with ±1.96 Monte Carlo standard errors) and the fitted d(α − β log d), and the raw
+    proxy on the start's fixed scale (right axis), against √KL to the start
+    (:mod:`reappraisal.summary.trajectory`)."""
+    from ..summary.trajectory import gao_fit
+
+    arms = sorted(frame["arm"].unique())
+    ncols = min(4, len(arms))
+    nrows = math.ceil(len(arms) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(10.5, 2.6 * nrows), squeeze=False)
+    handles = {}
+    for ax, arm in zip(axes.flat, arms):
+        rows = frame[frame["arm"] == arm].sort_values("step")
+        d = rows["sqrt_kl"].to_numpy(float)
+        gain = rows["gold_gain"].to_numpy(float)
+        se = rows["gold_se"].to_numpy(float)
+        g = ax.errorbar(d, gain, yerr=1.96 * se, color="#b8860b", marker="o", ms=3.5, lw=1.4, capsize=2)
+        handles.setdefault("gold gain over the start (fresh draws, ±1.96 se)", g)
+        for x, y, step in zip(d, gain, rows["step"]):
+            ax.annotate(str(int(step)), (x, y), textcoords="offset points", xytext=(3, 3), fontsize=6)
+        alpha, beta = gao_fit(d, gain)
+        if np.isfinite(alpha) and d.max() > 0:
+            grid = np.linspace(1e-3, d.max(), 200)
+            (f,) = ax.plot(grid, grid * (alpha - beta * np.log(grid)), color="#b8860b", lw=0.9, ls=":")
+            handles.setdefault("Gao's fit d(α − β log d)", f)
+        ax.axhline(0, color="#999", lw=0.6)
+        if rows["proxy"].notna().any():
+            right = ax.twinx()
+            (p,) = right.plot(d, rows["proxy"], color=PALETTE[0], lw=1.3, ls="--", marker="s", ms=3)
+            handles.setdefault("proxy: the arm's raw scorers on the start's scale (right axis)", p)
+            right.tick_params(labelsize=7)
+            right.grid(False)
+        ax.set_xlabel("√KL to the start (sampled)", fontsize=7.5)
+        ax.set_ylabel("gold gain (z units)", fontsize=7.5)
+        ax.set_title(arm, fontsize=8.5, loc="left")
+        ax.tick_params(labelsize=7.5)
+    for ax in list(axes.flat)[len(arms):]:
+        ax.set_visible(False)
+    fig.legend(list(handles.values()), list(handles), frameon=False, fontsize=7.5, ncol=len(handles), loc="upper right",
+               bbox_to_anchor=(1.0, 1.08))
+    fig.suptitle(title, fontsize=9.5, x=0.01, ha="left", y=1.08)
+    fig.tight_layout()
+    return to_svg(fig, name, title)

@@ -183,6 +183,7 @@ def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Pat
         section["headline"]["tables"] = [v for v in section["headline"]["tables"] if v.name != "headline"]
     _add_evaluation_figures(section, frames, bar, level)
     _add_training_figures(section["training"], by_kind.get("training_log", []))
+    _add_trajectory_figure(section["training"], frames)
     calibration, cal_doc = None, None
     for a in by_kind.get("judge_calibration", []):
         cal_doc = read_judge_calibration(a.path)
@@ -300,6 +301,16 @@ def _add_training_figures(training: dict, log_artifacts: Sequence[Artifact]) -> 
         training["figures"].append(_figure("fig-gold-proxy-kl", svg, kind="gold-proxy-kl"))
     svg = charts.training_curves(logs, name="training", title=texts["training"]["title"])
     training["figures"].append(_figure("fig-training", svg, kind="training"))
+
+
+def _add_trajectory_figure(training: dict, frames: Mapping[str, SummaryTable]) -> None:
+    """Gold gain and proxy against √KL from the truths at kept checkpoints (demo), when they were drawn."""
+    table = frames.get("trajectory")
+    if table is None or table.frame.empty:
+        return
+    title = TEXTS["figures"]["truth_kl"]["title"]
+    svg = charts.truth_against_kl(table.frame, name="truth-kl", title=title)
+    training["figures"].append(_figure("fig-truth-kl", svg, kind="truth-kl", arms=table.frame["arm"].nunique()))
 
 
 def _health_view(a: Artifact) -> dict:
