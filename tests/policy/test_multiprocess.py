@@ -100,7 +100,7 @@ def _train_policy_command(tmp_path, warm_policy, judges, vignettes, targets, **p
     for name, table in (("vignettes", vignettes), ("targets", targets)):
         paths[name] = tmp_path / f"{name}.parquet"
         table.to_parquet(paths[name], index=False)
-    settings = dict(load_config()["policy"], learning_rate=1e-4, num_generations=4, per_device_train_batch_size=6, max_steps=2,
+    settings = dict(load_config()["policy"], learning_rate=1e-4, num_generations=4, per_device_train_batch_size=6, max_steps=2, snapshot_steps=[],
                     save_steps=1, max_completion_length=40, health={"window": 2})
     settings.update(policy)
     params = {"policy": settings, "reward": judges["reward"], "grm": judges["grm"],

@@ -174,7 +174,7 @@ def test_killed_runs_resume_from_the_last_complete_checkpoint_and_stop_at_max_st
     from transformers import AutoModelForCausalLM
 
     AutoModelForCausalLM.from_pretrained(out / "model")
-    assert sorted(p.name for p in out.iterdir()) == ["health.json", "model", "notes.txt", "training_log.csv"]
+    assert sorted(p.name for p in out.iterdir()) == ["health.json", "model", "notes.txt", "steps", "training_log.csv"]
     assert not any(p.exists() for p in stale)
 
 

@@ -63,13 +63,32 @@ def demo_stage_chain(tmp_path_factory):
     _run("evaluate-reward-models", "--models", *dirs, "--targets", processed / "targets.parquet",
          "--vignettes", interim / "vignettes.parquet", "--pairs", processed / "pairs.parquet", "--out", metrics,
          "--params", _params(cfg, "data", "reward"))
-    return dirs, json.loads(metrics.read_text())
+    return dirs, json.loads(metrics.read_text()), d
+
+
+def _gold_accuracy(folder: Path) -> float:
+    """How often the world's gold itself orders the validation pairs as their raters did: the ceiling any
+    reward model trained on these ratings can reach on them (the raters are noisy readings of the gold)."""
+    import numpy as np
+    import pandas as pd
+
+    from reappraisal.data.demo_gold import gold_quality
+
+    pairs = pd.read_parquet(folder / "processed" / "pairs.parquet")
+    scenario = pd.read_parquet(folder / "interim" / "vignettes.parquet").set_index("vignette_id")["text"]
+    val = pairs[pairs["split"] == "val"]
+    a = np.array([gold_quality(t, scenario[v]) for t, v in zip(val["text_a"], val["vignette_id"])])
+    b = np.array([gold_quality(t, scenario[v]) for t, v in zip(val["text_b"], val["vignette_id"])])
+    return float((np.where(a > b, "A", "B") == val["preferred"].to_numpy()).mean())
 
 
 def test_ensemble_recovers_the_planted_quality(demo_stage_chain):
-    _, m = demo_stage_chain
+    _, m, folder = demo_stage_chain
     acc = m["ensemble"]["pairwise"]["accuracy"]
-    assert acc >= 0.75, f"ensemble held-out pairwise accuracy {acc:.3f} < 0.75"
+    ceiling = _gold_accuracy(folder)
+    # most of what the gold itself gets right beyond chance on the same pairs (which pairs are in validation
+    # moves the ceiling itself: 0.76 to 0.80 between draws of the split)
+    assert acc - 0.5 >= 0.6 * (ceiling - 0.5), f"ensemble accuracy {acc:.3f} against the gold's own {ceiling:.3f}"
     assert m["split"] == "val" and "do not license claims about new scenarios" in m["held_out"]
     assert set(m["per_seed"]) == {"seed0", "seed1", "seed2"}
     for name, s in m["per_seed"].items():
@@ -79,7 +98,7 @@ def test_ensemble_recovers_the_planted_quality(demo_stage_chain):
 
 
 def test_seeds_are_genuinely_different(demo_stage_chain):
-    dirs, m = demo_stage_chain
+    dirs, m, _ = demo_stage_chain
     weights = [load_file(str(d / "model.safetensors")) for d in dirs]
     for i in range(len(weights)):
         for j in range(i + 1, len(weights)):
@@ -89,7 +108,7 @@ def test_seeds_are_genuinely_different(demo_stage_chain):
 
 
 def test_report_inputs_have_the_diagnostics(demo_stage_chain):
-    _, m = demo_stage_chain
+    _, m, _ = demo_stage_chain
     bon = m["ensemble"]["best_of_n"]
     assert bon["n"] == 8 and bon["win_vs_random"] is not None and bon["chance_win_vs_random"] == 0.5
     assert m["ensemble_formula"].startswith("mean over seeds - 0.5 * std")

@@ -64,3 +64,31 @@ def test_tables_name_every_arm_and_are_not_computable_without_draws():
     assert tables["trajectory_fit"].sources == [("t/rm_only.parquet",)]
     empty = trajectory_tables({}, {})
     assert empty["trajectory_fit"].status == "not_computable" and empty["trajectory"].frame.empty
+
+
+def test_the_ledgers_overoptimization_claims_read_the_verdict_from_truths():
+    """``beta0_collapses_and_reward_hacks`` reads ``trajectory_fit``: it holds on a planted β = 0 trajectory whose
+    raw proxy climbs while the gold of fresh answers falls from its best checkpoint, and fails when the proxy
+    fell too; no claim reads the log-based overoptimization table any more."""
+    from pathlib import Path
+
+    import yaml
+
+    from reappraisal.summary.claims import evaluate_claims, rule_conditions
+    from reappraisal.summary.summary_table import Table
+
+    ledger = yaml.safe_load((Path(__file__).resolve().parents[2] / "claims.yaml").read_text())["claims"]
+    tables_read = {cond.get("table") for c in ledger for cond in rule_conditions(c["rule"])}
+    assert "overoptimization" not in tables_read
+    on_it = [c for c in ledger if any(cond.get("table") == "trajectory_fit" and cond["column"] == "overoptimized"
+                                      for cond in rule_conditions(c["rule"]))]
+    assert [c["id"] for c in on_it] == ["beta0_collapses_and_reward_hacks"]
+    other = lambda name, **cols: Table(name, name, "", "", pd.DataFrame({"arm": ["beta0"], **cols}), [()])
+    tables = {"training_health": other("training_health", entropy_ratio=[0.1]),
+              "ablation": other("ablation", diff_ci_high=[-0.1])}
+    gold = [-0.50, -0.40, -0.35, -0.45, -0.60]
+    truth = [0.5, 0.55, 0.58, 0.53, 0.45]
+    for ensemble, verdict in (([0.0, 0.1, 0.2, 0.3, 0.4], "holds"), ([0.0, 0.2, 0.4, 0.3, 0.1], "fails")):
+        frames = {"beta0": planted(gold, ensemble, truth, arm="beta0", w_rm=0.5)}
+        tables.update(trajectory_tables(frames, {"beta0": "t/beta0.parquet"}))
+        assert {r["verdict"] for r in evaluate_claims(on_it, tables, {})} == {verdict}

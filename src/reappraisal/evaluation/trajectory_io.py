@@ -149,8 +149,8 @@ def checkpoint_row(arm: str, step: int, draws: pd.DataFrame, start: pd.DataFrame
     rm, grm = scorers
     row = {"arm": arm, "step": int(step), "answers": len(draws), "passed": len(passed), "gold_mean": gold_mean,
            "gold_se": gold_se, "truth_vs_start": truth.value, "truth_se": truth.se, "kl": kl_mean, "kl_se": kl_se,
-           "sqrt_kl": math.sqrt(max(kl_mean, 0.0)), "w_rm": float(weights.get("w_rm", 0.0)),
-           "w_grm": float(weights.get("w_grm", 0.0))}
+           "sqrt_kl": math.sqrt(max(kl_mean, 0.0)), "w_rm": float(weights["w_rm"]),
+           "w_grm": float(weights["w_grm"])}
     for name, scorer in (("ensemble", rm), ("grm", grm)):
         row.update({f"{name}_mean": math.nan, f"{name}_sd": math.nan, f"{name}_n": 0})
         if scorer is None or passed.empty:
@@ -174,10 +174,10 @@ def trajectory(arm: str, *, start: Path, steps_dir: Path, final: Path, vignettes
     from tqdm.auto import tqdm
 
     from ..policy.arms import arm_instance
-    from ..policy.train_io import build_scorers, judge_settings
+    from ..policy.proxy_scorers import build_scorers, judge_settings
     from ..training.settings import set_cpu_threads
     from .generation import load_generator
-    from .truth_io import panel_model
+    from .truth_draws import panel_model
 
     policy = params["policy"]
     instance = arm_instance(policy, arm)

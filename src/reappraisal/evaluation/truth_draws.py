@@ -63,3 +63,20 @@ def truth_pools(params: Mapping, system: str) -> tuple[str, ...]:
 def oracle_source(opps) -> str | None:
     """The base policy: the first `model` opponent (the warm start on the demo)."""
     return next((o.name for o in opps.values() if o.kind == "model"), None)
+
+
+def panel_model(params: Mapping):
+    """The headline judge's panel as the truth reads it (the headline judge must be a panel)."""
+    from ..data.demo_gold import SHARES, RatingModel
+    from ..errors import ConfigError
+    from .judge_spec import load_judge
+    from .truth import PanelModel
+
+    name = params["evaluation"]["headline_judge"]
+    spec = load_judge(name)
+    if spec.backend != "panel":
+        raise ConfigError(f"the truth is the panel's expected verdict, but the headline judge {name!r} is "
+                          f"backend {spec.backend!r}", where="config evaluation.headline_judge")
+    model = RatingModel.for_dimension(spec.panel["dimension"], spec.panel["study"])
+    return PanelModel.from_rating_model(spec.panel["raters"], model.multiplier, model.loading, model.reading_sd,
+                                        shares=SHARES)

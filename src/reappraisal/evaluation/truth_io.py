@@ -40,7 +40,6 @@ from ..errors import ConfigError, PipelineInputError
 from ..input_tables import read_table
 from ..params import parse_params
 from .confirmation_pool import split_pools
-from .judge_spec import load_judge
 from .opponents import answer_pools
 from .systems import best_of_n_systems, evaluated_instances, opponents, pooled_systems
 from .truth import (
@@ -55,26 +54,12 @@ from .truth import (
     profile_array,
     truth_of,
 )
-from .truth_draws import PROFILE_COLUMNS, check_truth_allowed, oracle_source
+from .truth_draws import PROFILE_COLUMNS, check_truth_allowed, oracle_source, panel_model
 
 TRUTH_COLUMNS = ["system", "versus", "opponent", "pool", "kind", "truth", "truth_se", "n_scenarios",
                  "draws_per_scenario"]
 WORLD_COLUMNS = ["group", "vignette_id", "n", "q10", "q25", "q50", "q75", "q90", "mean"]
 ORACLE = "oracle:base-policy:gold"
-
-
-def panel_model(params: Mapping) -> PanelModel:
-    """The headline judge's panel as the truth reads it (the headline judge must be a panel)."""
-    from ..data.demo_gold import SHARES, RatingModel
-
-    name = params["evaluation"]["headline_judge"]
-    spec = load_judge(name)
-    if spec.backend != "panel":
-        raise ConfigError(f"the truth is the panel's expected verdict, but the headline judge {name!r} is "
-                          f"backend {spec.backend!r}", where="config evaluation.headline_judge")
-    model = RatingModel.for_dimension(spec.panel["dimension"], spec.panel["study"])
-    return PanelModel.from_rating_model(spec.panel["raters"], model.multiplier, model.loading, model.reading_sd,
-                                        shares=SHARES)
 
 
 def _by_scenario(frame: pd.DataFrame, pool: str, limit: int | None = None) -> dict:

@@ -23,7 +23,7 @@ _LATEX_SPECIAL = {
     "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
     # comparisons and symbols are math: in text mode the default font encoding prints "<" as "¡"
     ">=": r"$\geq$", "<=": r"$\leq$", "<": r"$<$", ">": r"$>$", "≥": r"$\geq$", "≤": r"$\leq$",
-    "θ̂": r"$\hat{\theta}$", "θ": r"$\theta$", "κ": r"$\kappa$", "λ": r"$\lambda$", "β": r"$\beta$",
+    "θ̂": r"$\hat{\theta}$", "θ": r"$\theta$", "κ": r"$\kappa$", "λ": r"$\lambda$", "β": r"$\beta$", "α": r"$\alpha$",
     "δ": r"$\delta$", "ε": r"$\varepsilon$", "Σ": r"$\Sigma$", "σ": r"$\sigma$", "μ": r"$\mu$",
     "×": r"$\times$", "÷": r"$\div$", "±": r"$\pm$", "−": r"$-$", "·": r"$\cdot$", "²": r"$^2$",
     "√": r"$\surd$", "≈": r"$\approx$", "→": r"$\to$",

@@ -138,11 +138,11 @@ def trajectory_tables(frames: Mapping[str, pd.DataFrame], sources: Mapping[str, 
         fits.append(arm_fit(arm_table))
         fit_sources.append((sources[arm],))
     frame = pd.concat(rows, ignore_index=True)
-    display = [("arm", ("arm",)), ("step", ("step",)), ("√KL", ("sqrt_kl",)), ("gold", ("gold_mean",)),
+    display = [("arm", ("arm",)), ("step", ("step",)), ("sqrt KL", ("sqrt_kl",)), ("gold", ("gold_mean",)),
                ("gold gain", ("gold_gain",)), ("truth vs start", ("truth_vs_start",)), ("se", ("truth_se",)),
                ("ensemble", ("ensemble_mean",)), ("GRM win rate", ("grm_mean",)), ("proxy", ("proxy",))]
     fit_frame = pd.DataFrame(fits, columns=FIT_COLUMNS)
-    fit_display = [("arm", ("arm",)), ("α", ("alpha",)), ("β", ("beta",)), ("√KL at fitted peak", ("sqrt_kl_peak_fit",)),
+    fit_display = [("arm", ("arm",)), ("alpha", ("alpha",)), ("beta", ("beta",)), ("sqrt KL at fitted peak", ("sqrt_kl_peak_fit",)),
                    ("best step", ("best_step",)), ("best truth vs start", ("best_truth",)), ("lower", ("best_truth_low",)),
                    ("last truth", ("last_truth",)), ("gold drop", ("gold_drop",)), ("se", ("gold_drop_se",)),
                    ("proxy at best", ("proxy_at_best",)), ("proxy last", ("proxy_last",)),
