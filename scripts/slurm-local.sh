@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A one-node SLURM cluster on this machine, for trying the workflow on a real scheduler (docs/testing.md).
 #
-#   eval "$(scripts/slurm-local.sh start [DIR])"   # prints `export PATH=DIR/bin:$PATH`
+#   eval "$(scripts/slurm-local.sh start [DIR] [--gpu-site])"   # prints `export PATH=DIR/bin:$PATH`
 #   scripts/slurm-local.sh stop [DIR]
 #
 # Run as root. `start` installs Debian's slurm-wlm and munge with apt-get when missing, writes DIR/slurm.conf for
@@ -14,10 +14,26 @@
 # commands find no configuration and fail at once instead of waiting 10 s for a controller that is gone
 # (every Snakemake start runs `scontrol show config`). `stop` cancels the jobs and ends the daemons
 # `start` recorded in DIR/pids; a failed `start` stops what it had started.
+#
+# --gpu-site: the node is declared as a GPU node of the paper's cluster instead of measured: 64 CPUs,
+# 512,000 MB and four GPUs as GRES (gpu:h100:4, no devices behind them), in partitions `cpu` (the default)
+# and `gpu`, as workflow/profiles/slurm asks for (SlurmdParameters=config_overrides: slurmd takes the
+# declared size for the node's own). The controller accepts or refuses a request as such a site would,
+# `sbatch --test-only` included (tests/test_slurm_submit.py); the jobs it runs share this machine's CPUs
+# and memory, and a job given a GPU has none.
 set -Eeuo pipefail
 
 cmd=${1:-}
-dir=${2:-${SLURM_LOCAL_DIR:-/tmp/slurm-local}}
+shift || true
+dir=${SLURM_LOCAL_DIR:-/tmp/slurm-local}
+gpu_site=false
+for arg in "$@"; do
+  case $arg in
+    --gpu-site) gpu_site=true ;;
+    -*) echo "slurm-local: unknown option $arg" >&2; exit 2 ;;
+    *) dir=$arg ;;
+  esac
+done
 conf=$dir/slurm.conf
 
 log() { echo "slurm-local: $*" >&2; }
@@ -75,7 +91,7 @@ start() {
   fi
   mkdir -p "$dir"
   chmod 700 "$dir"
-  rm -rf "$dir/state" "$dir/spool" "$dir/munge"
+  rm -rf "$dir/state" "$dir/spool" "$dir/munge" "$dir/gpu"
   mkdir -p "$dir/state" "$dir/spool" "$dir/munge"
   : >"$dir/pids"
   trap 'log "start failed; logs in $dir"; stop' ERR
@@ -86,8 +102,23 @@ start() {
     --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/munged.seed"
   wait_pidfile "$dir/munge/munged.pid"
 
-  local node ctld_port slurmd_port
-  node=$(slurmd -C | head -n 1)  # NodeName=<host> CPUs=... RealMemory=...
+  local node partitions site=""
+  if $gpu_site; then
+    node="NodeName=$(slurmd -C | sed -n 's/^NodeName=\([^ ]*\).*/\1/p') CPUs=64 RealMemory=512000"
+    node+=" Gres=gpu:h100:4 Features=h100"
+    # EnforcePartLimits: a job beyond its partition's MaxTime is refused at submission, not left pending.
+    site=$'GresTypes=gpu\nSlurmdParameters=config_overrides\nEnforcePartLimits=ALL'
+    partitions=$'PartitionName=cpu Nodes=ALL Default=YES MaxTime=1-00:00:00 State=UP\n'
+    partitions+='PartitionName=gpu Nodes=ALL MaxTime=3-00:00:00 State=UP'
+  else
+    node=$(slurmd -C | head -n 1)  # NodeName=<host> CPUs=... RealMemory=...
+    partitions="PartitionName=local Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+  fi
+  # Two clusters starting at once (the test files on two pytest-xdist workers) would pick the same free ports:
+  # one start at a time from choosing them until both daemons listen. The daemons do not inherit the lock.
+  local ctld_port slurmd_port lock
+  exec {lock}>/tmp/slurm-local.ports.lock
+  flock -w 300 "$lock"
   ctld_port=$(free_port 6817)
   slurmd_port=$(free_port $((ctld_port + 1)))
   cat >"$conf" <<EOF
@@ -117,23 +148,40 @@ JobCompType=jobcomp/none
 MpiDefault=none
 ReturnToService=2
 MinJobAge=300
+$site
 $node NodeAddr=127.0.0.1 State=UNKNOWN
-PartitionName=local Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+$partitions
 EOF
+  if $gpu_site; then
+    # The GPUs slurmd reports. SLURM 22.05 ignores a typed GPU without device files (`Count=4` alone: the node
+    # goes INVAL, "gres/gpu count reported lower than configured") and wants character devices: four made here
+    # with /dev/null's numbers, or /dev's own where mknod is not allowed. No job reads them (task/none).
+    mkdir -p "$dir/gpu"
+    local i files
+    if (for i in 0 1 2 3; do mknod "$dir/gpu/nvidia$i" c 1 3 2>/dev/null || exit 1; done); then
+      files="$dir/gpu/nvidia[0-3]"
+    else
+      files=/dev/null,/dev/zero,/dev/full,/dev/urandom
+    fi
+    echo "Name=gpu Type=h100 File=$files" >"$dir/gres.conf"
+  else
+    rm -f "$dir/gres.conf"
+  fi
   mkdir -p "$dir/bin"
   local tool
   for tool in sbatch srun salloc squeue scontrol scancel sinfo sacct sstat; do
     printf '#!/bin/sh\nSLURM_CONF=%s exec %s "$@"\n' "$conf" "$(PATH=/usr/local/bin:/usr/bin:/bin command -v "$tool")" >"$dir/bin/$tool"
     chmod 755 "$dir/bin/$tool"
   done
-  slurmctld -f "$conf"
+  SLURM_CONF=$conf slurmctld -f "$conf" {lock}>&-  # SLURM_CONF: where the daemons look for gres.conf
   wait_pidfile "$dir/slurmctld.pid"
-  slurmd -f "$conf"
+  SLURM_CONF=$conf slurmd -f "$conf" {lock}>&-
   wait_pidfile "$dir/slurmd.pid"
 
   for _ in $(seq 60); do
-    if [[ $(SLURM_CONF=$conf sinfo -h -o %T 2>/dev/null) == idle ]]; then
+    if [[ $(SLURM_CONF=$conf sinfo -h -o %T 2>/dev/null | sort -u) == idle ]]; then  # one line a partition
       trap - ERR
+      exec {lock}>&-
       log "node idle: $(SLURM_CONF=$conf sinfo -h -o '%N %c CPUs %m MB')"
       echo "export PATH=$dir/bin:\$PATH"
       return 0
@@ -147,5 +195,5 @@ EOF
 case $cmd in
   start) start ;;
   stop) stop ;;
-  *) echo "usage: $0 start|stop [DIR]" >&2; exit 2 ;;
+  *) echo "usage: $0 start [DIR] [--gpu-site] | stop [DIR]" >&2; exit 2 ;;
 esac
