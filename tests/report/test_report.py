@@ -225,4 +225,5 @@ def test_interval_labels_follow_the_configured_confidence_and_the_bar_is_the_sch
     assert "its headline 90% interval" in text and "95%" not in text.split('id="fig-forest"')[1].split("</figure>")[0]
     from reappraisal.config import with_defaults
 
-    assert f"Bar: {with_defaults('summary', {})['bar']}." in text  # the schema's default, not the report's own
+    caption = text[text.index('id="headline-caption"'):text.index('id="headline-table"')]
+    assert f"the bar {with_defaults('summary', {})['bar']}." in caption  # the schema's default, not the report's own

@@ -117,13 +117,14 @@ def agreement_by_margin(judges: Mapping[str, Sequence[Mapping]], *, name: str, t
 
 def forest_plot(df: pd.DataFrame, *, label: str = "label", name: str, title: str, xlabel: str,
                 bar: float | None = None, low: str = "headline_low", high: str = "headline_high",
-                group: str = "arm") -> str:
+                group: str = "arm", width: float = 7.2, row_height: float = 0.28) -> str:
     """One row per ``label`` (e.g. arm vs opponent): point ``win_rate`` and its interval, coloured by ``group``;
-    dashed line at ``bar``, dotted at 0.5; ``xlabel`` names the interval."""
+    dashed line at ``bar``, dotted at 0.5; ``xlabel`` names the interval. ``width`` and ``row_height`` (inches)
+    size it for its column."""
     rows = df.reset_index(drop=True)
     groups = list(dict.fromkeys(rows[group].astype(str)))
     palette = colors(groups)
-    fig, ax = plt.subplots(figsize=(7.2, 0.8 + 0.28 * len(rows)))
+    fig, ax = plt.subplots(figsize=(width, 0.8 + row_height * len(rows)))
     y = np.arange(len(rows))[::-1]
     for i, r in rows.iterrows():
         wr, lo, hi = (float(r[c]) if pd.notna(r[c]) else np.nan for c in ("win_rate", low, high))

@@ -27,8 +27,8 @@ from ..atomic import atomic_path
 from ..config import with_defaults
 from ..evaluation.calibration_file import read_judge_calibration
 from ..params import parse_params
-from ..summary.texts import fill, load_texts, percent
-from . import charts
+from ..summary.texts import TABLE_TEXTS, fill, load_texts, percent
+from . import charts, findings
 from .formatting import DEMO_BANNER, TEXTS_PATH, fmt, fmt_interval, fmt_rate, git_commit, slug
 from ..file_hashes import sha256_file
 from ..provenance.claim_trace import claim_trace
@@ -37,14 +37,14 @@ from .inputs import (Artifact, SummaryTable, parse_manifest, read_claims, read_c
 
 #: The page's words (``report_texts.yaml``): banner, sections, artifact titles, headers, figure captions.
 TEXTS = load_texts(TEXTS_PATH)
-
-
-
+#: Sections whose tables stay collapsed whatever their length (their findings are shown above them).
+COLLAPSED_SECTIONS = frozenset({"truth"})
 
 
 @dataclass
 class TableView:
-    """A table ready for the template: header, formatted rows, caption and its files."""
+    """A table ready for the template: header, formatted rows, its captions (the report's short one, and the
+    summary's full one that the table's files carry) and its files."""
 
     name: str
     title: str
@@ -55,6 +55,14 @@ class TableView:
     estimand: str | None = None
     status: str | None = None
     note: str | None = None
+    #: the report's caption (``report_texts.yaml``: table_captions), None where it has none (the full one is shown)
+    short_caption: str | None = None
+    #: the estimand less what the how-to-read note says once (None: nothing left)
+    short_estimand: str | None = None
+    #: rows' run-effect flags, ``arm vs opponent: flag``
+    flags: list[str] = field(default_factory=list)
+    #: shown behind its disclosure whatever its length
+    collapsed: bool = False
 
 
 def _integral(col: pd.Series) -> bool:
@@ -70,9 +78,11 @@ def _cell(record: Mapping[str, Any], columns: Sequence[str]) -> str:
     return fmt(values[0])
 
 
-def table_view(t: SummaryTable, report_dir: Path) -> TableView:
+def table_view(t: SummaryTable, report_dir: Path, values: Mapping[str, Any] | None = None,
+               shared_estimand: str | None = None, collapsed: bool = False) -> TableView:
     """The table as the page shows it: its ``display`` columns (intervals as one cell) when the summary
-    names them, else every CSV column; the CSV keeps every column either way."""
+    names them, else every CSV column; the CSV keeps every column either way. ``values`` fill the report's
+    short caption (judge, opponent, arm, bar, level); ``shared_estimand`` is said once in the how-to-read note."""
     df = t.frame.copy()
     for c in df.columns:
         if _integral(df[c]):
@@ -83,13 +93,38 @@ def table_view(t: SummaryTable, report_dir: Path) -> TableView:
     else:
         columns = [str(c) for c in df.columns]
         rows = [[fmt(None if v is pd.NA else _py(v)) for v in row] for row in df.itertuples(index=False)]
+    template = TEXTS["table_captions"].get(t.name)
     return TableView(
         name=t.name, title=t.title, caption=t.caption, estimand=t.estimand,
         columns=columns,
         rows=rows,
         files={k: _rel(Path(v), report_dir) for k, v in t.files.items()},
         status=t.status, note=t.note,
+        short_caption=fill(template, **values) if template and values is not None else None,
+        short_estimand=findings.short_estimand(t.estimand, shared_estimand,
+                                                TEXTS["how_to_read"]["shared_estimand"]),
+        flags=row_flags(t.frame), collapsed=collapsed,
     )
+
+
+def caption_values(frames: Mapping[str, SummaryTable], summary: Mapping[str, Any]) -> dict[str, Any]:
+    """What the short captions are filled with: the headline's judge and opponent (its first row's), the
+    headline arm, the bar and the level."""
+    head = frames["headline"].frame if "headline" in frames else pd.DataFrame()
+
+    def first(column: str) -> str:
+        return str(head[column].iloc[0]) if column in head.columns and len(head) else "—"
+
+    return {"judge": first("judge"), "opponent": first("opponent"), "arm": summary["headline_arm"],
+            "bar": summary["bar"], "level": percent(summary["confidence"])}
+
+
+def row_flags(df: pd.DataFrame) -> list[str]:
+    """``arm vs opponent: flag`` for each row with a run-effect flag."""
+    if "run_effect_flag" not in df.columns:
+        return []
+    return [f"{r.get('arm', '')} vs {r.get('opponent', '')}: {f}" for r in df.to_dict("records")
+            if isinstance(f := r.get("run_effect_flag"), str) and f]
 
 
 def _py(v: Any) -> Any:
@@ -176,12 +211,15 @@ def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Pat
     claims = [c for a in by_kind.get("claims", []) for c in read_claims(a.path)]
     tables = [t for a in by_kind.get("tables_index", []) for t in read_tables_index(a.path)]
     frames = {t.name: t for t in tables}
-    sections, further = _sections(tables, artifacts, report_dir)
+    values = caption_values(frames, summary)
+    shared = frames["headline"].estimand if "headline" in frames else None
+    sections, further = _sections(tables, artifacts, report_dir, values, shared)
     section = {s["id"]: s for s in sections}
     headline = _headline(frames, report_dir, bar, level)
     if headline is not None:
         section["headline"]["tables"] = [v for v in section["headline"]["tables"] if v.name != "headline"]
-    _add_evaluation_figures(section, frames, bar, level)
+        headline["short_caption"] = fill(TEXTS["table_captions"]["headline"], **values)
+    forest = _add_evaluation_figures(section, frames, bar, level)
     _add_training_figures(section["training"], by_kind.get("training_log", []))
     _add_trajectory_figure(section["training"], frames)
     calibration, cal_doc = None, None
@@ -192,28 +230,111 @@ def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Pat
         headline["judge_line"] = _selected_judge_line(cal_doc["decision"])
     appendix, lineage = _appendix_and_lineage(artifacts)
     traces = _traces(by_kind.get("provenance", []), [c["id"] for c in claims])
-    checked = [c for c in claims if c.get("truth_verdict")]
-    truth_checked = {"claims_with_truth": len(checked),
-                     "agree": sum(c.get("rule_verdict") == c["truth_verdict"] for c in checked),
-                     "disagree": [c["id"] for c in checked if c.get("rule_verdict") != c["truth_verdict"]]} if checked else None
+    truth_checked = findings.truth_agreement(claims)
     head, dirty = commit
     return {
         "preset": cfg.get("preset"), "banner": DEMO_BANNER if cfg.get("preset") == "demo" else None,
+        "first_screen": _first_screen(claims, frames, truth_checked, level, forest),
+        "how_to_read": _how_to_read(frames, summary, level, bar),
+        "truth_findings": _truth_findings(frames, claims, truth_checked, level),
         "headline": headline, "sections": sections, "further": further,
         "health": [_health_view(a) for a in by_kind.get("policy_health", [])],
         "calibration": calibration, "claims": claims, "truth_checked": truth_checked, "traces": traces, "cards": _cards(by_kind.get("model_card", []), report_dir),
         "appendix": appendix, "lineage": lineage, "commit": head, "dirty": dirty, "bar": bar,
-        "has_summary": bool(tables),
+        "has_summary": bool(tables), "texts": TEXTS,
     }
 
 
-def _sections(tables: list[SummaryTable], artifacts: list[Artifact],
-              report_dir: Path) -> tuple[list[dict], list[TableView]]:
+def _first_screen(claims: Sequence[Mapping[str, Any]], frames: Mapping[str, SummaryTable],
+                  truth_checked: Mapping[str, Any] | None, level: str, forest: dict | None) -> dict | None:
+    """What the build concludes: one line per standing claim (retracted ones counted, not listed), the truth's
+    agreement on the demo, and the headline forest plot; None without claims or forest."""
+    if not claims and forest is None:
+        return None
+    texts = TEXTS["first_screen"]
+    lines = findings.claim_lines(claims, {name: t.frame for name, t in frames.items()})
+    counts = {v: sum(c["verdict"] == v for c in claims) for v in ("holds", "fails", "not_computable", "retracted")}
+    rows = []
+    for line in lines:
+        if line.verdict == "retracted":
+            continue
+        if line.estimate is not None:
+            number = fmt_rate(line.estimate) + (f" {fmt_interval(line.low, line.high)}" if line.low is not None else "")
+        else:
+            number = fmt(line.value)
+        truth_value = fmt_rate(line.truth) if line.truth is not None else None
+        rows.append({"line": line, "number": number, "truth_title": fill(texts["truth_title"], verdict=line.truth_verdict,
+                                                                         value=truth_value) if line.truth_verdict else None})
+    return {
+        "title": texts["title"], "header": [fill(h, level=level) for h in texts["header"]], "rows": rows,
+        "counts": fill(texts["counts"], standing=len(claims) - counts["retracted"], **counts),
+        "truth": fill(texts["truth"], agree=truth_checked["agree"], checked=truth_checked["claims_with_truth"])
+        if truth_checked else None,
+        "forest": forest,
+    }
+
+
+def _how_to_read(frames: Mapping[str, SummaryTable], summary: Mapping[str, Any], level: str, bar: float) -> dict:
+    """The note every caption links to: what the tables share, said once (items whose values the build lacks
+    are left out: no estimand without a headline table, no truth off the demo)."""
+    texts = TEXTS["how_to_read"]
+    head = frames["headline"].frame if "headline" in frames else None
+    values: dict[str, Any] = {"level": level, "bar": bar, "alpha": f"{round(1.0 - float(summary['confidence']), 12):g}",
+                              "intervals": fill(load_texts(TABLE_TEXTS)["snippets"]["intervals"], level=level)}
+    if head is not None and len(head):
+        values["estimand"] = frames["headline"].estimand
+        values["method"] = ", ".join(dict.fromkeys(head["headline_method"].astype(str)))
+        values["scenarios"] = fmt(_py(head["scenarios"].max()))
+        values["min_p"] = fmt(_py(pd.to_numeric(head["signflip_min_p"], errors="coerce").min()))
+    needs = {"estimand": ("estimand",), "interval": ("method",), "signflip": ("scenarios", "min_p")}
+    items = []
+    for item in texts["items"]:
+        if any(values.get(k) is None for k in needs.get(item["id"], ())):
+            continue
+        if item["id"] == "truth" and "truth" not in frames:
+            continue
+        items.append({"id": item["id"], "term": fill(item["term"], **values), "text": fill(item["text"], **values)})
+    return {"title": texts["title"], "items": items, "full": texts["full"]}
+
+
+def _truth_findings(frames: Mapping[str, SummaryTable], claims: Sequence[Mapping[str, Any]],
+                    truth_checked: Mapping[str, Any] | None, level: str) -> dict | None:
+    """The truth section's findings (demo): the share of intervals covering their truth per table with each miss,
+    and the claims beside their truth verdicts; None without the truth table."""
+    table = frames.get("truth")
+    if table is None or table.frame.empty:
+        return None
+    texts = TEXTS["truth_findings"]
+    total, per_table = findings.truth_coverage(table.frame)
+
+    def miss(m: findings.Miss) -> str:
+        se = m.distance_in_se
+        return (f"{m.label}: {fmt_rate(m.estimate)} {fmt_interval(m.low, m.high)}, truth {fmt_rate(m.truth)}"
+                + (f" ({se:.1f} truth SE outside)" if se is not None else ""))
+
+    coverage = [{"table": c.table, "n": c.n, "covered": c.covered, "share": f"{c.share:.1%}",
+                 "misses": [miss(m) for m in c.misses]} for c in per_table]
+    checked = [c for c in claims if c.get("truth_verdict")]
+    return {
+        "coverage_line": fill(texts["coverage"], covered=total.covered, n=total.n, share=f"{total.share:.1%}", level=level),
+        "caveat": texts["caveat"], "coverage_header": texts["coverage_header"], "coverage": coverage,
+        "claims_line": fill(texts["claims"], agree=truth_checked["agree"], checked=truth_checked["claims_with_truth"])
+        if truth_checked else None,
+        "claims_header": texts["claims_header"],
+        "claims": [{"id": c["id"], "text": " ".join(str(c["text"]).split()), "verdict": c["verdict"],
+                    "rule_verdict": c.get("rule_verdict"), "truth_verdict": c["truth_verdict"],
+                    "agrees": c.get("rule_verdict") == c["truth_verdict"]} for c in checked],
+    }
+
+
+def _sections(tables: list[SummaryTable], artifacts: list[Artifact], report_dir: Path, values: Mapping[str, Any],
+              shared_estimand: str | None) -> tuple[list[dict], list[TableView]]:
     """The results sections in page order, each with the summary tables placed there (by name) and its raw
     metrics; and the tables no section takes (the appendix's further tables)."""
     sections, placed = [], set()
     for spec in TEXTS["sections"]:
-        views = [table_view(t, report_dir) for t in tables if t.name not in placed and t.name in spec["tables"]]
+        views = [table_view(t, report_dir, values, shared_estimand, collapsed=spec["id"] in COLLAPSED_SECTIONS)
+                 for t in tables if t.name not in placed and t.name in spec["tables"]]
         placed |= {v.name for v in views}
         named = [a for a in artifacts if a.name in spec.get("artifacts", ())]
         sections.append({"id": spec["id"], "title": spec["title"], "tables": views, "figures": [],
@@ -221,7 +342,7 @@ def _sections(tables: list[SummaryTable], artifacts: list[Artifact],
                          # files a reader takes away as they are (numbers.tex): linked, not shown
                          "downloads": [{"path": str(a.path), "href": _rel(a.path, report_dir)}
                                        for a in named if a.path.suffix != ".json"]})
-    further = [table_view(t, report_dir) for t in tables if t.name not in placed]
+    further = [table_view(t, report_dir, values, shared_estimand) for t in tables if t.name not in placed]
     return sections, further
 
 
@@ -248,19 +369,21 @@ def _figure(key: str, svg: str, *, kind: str, **values: Any) -> dict:
 
 
 def _add_evaluation_figures(section: Mapping[str, dict], frames: Mapping[str, SummaryTable], bar: float,
-                            level: str) -> None:
-    """Forest plot (headline), per-scenario and per-run small multiples, all for the judge the headline lists first."""
+                            level: str) -> dict | None:
+    """Per-scenario and per-run small multiples, for the judge the headline lists first; returns the forest plot
+    of the headline rows (the first screen's, drawn for its column), or None."""
     focus = _focus_judge(frames)
     if focus is None:
-        return
+        return None
     texts = TEXTS["figures"]
+    forest = None
     h = frames["headline"].frame
     part = h[h["judge"].astype(str) == focus]
     part = part.assign(label=part["arm"].astype(str) + " vs " + part["opponent"].astype(str))
     if pd.to_numeric(part["win_rate"], errors="coerce").notna().any():
         svg = charts.forest_plot(part, name="forest", bar=bar, title=fill(texts["forest"]["title"], judge=focus),
-                                 xlabel=fill(texts["forest"]["axis"], level=level))
-        section["headline"]["figures"].append(_figure("fig-forest", svg, kind="forest", judge=focus, level=level))
+                                 xlabel=fill(texts["forest"]["axis"], level=level), width=3.3, row_height=0.19)
+        forest = _figure("fig-forest", svg, kind="forest", judge=focus, level=level)
     if "per_scenario" in frames:
         df = _headline_first(frames["per_scenario"].frame, frames)
         df = df[df["judge"].astype(str) == focus]
@@ -285,6 +408,7 @@ def _add_evaluation_figures(section: Mapping[str, dict], frames: Mapping[str, Su
                                                   title=title, ncols=3)
             section["per-run"]["figures"].append(_figure("fig-run", svg, kind="per-run", title=title,
                                                           n_runs=df["run"].nunique()))
+    return forest
 
 
 def _add_training_figures(training: dict, log_artifacts: Sequence[Artifact]) -> None:
