@@ -45,13 +45,16 @@ def running(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def slurm_cluster():
-    """A started cluster (its wrapper commands' folder, for PATH); stopped on leaving, also on failure. Its
-    folder is short (munged's socket path must fit a Unix socket's 108 bytes) and removed after."""
+def slurm_cluster(*options: str):
+    """A started cluster (its wrapper commands' folder, for PATH; `options` for the script's `start`, e.g.
+    `--gpu-site`); stopped on leaving, also on failure. Its folder is short (munged's socket path must fit a
+    Unix socket's 108 bytes) and removed after."""
+    if os.geteuid() != 0:
+        pytest.skip("the local SLURM cluster needs root (apt-get, munged, slurmd)")
     folder = Path(tempfile.mkdtemp(prefix="slurm-local-", dir="/tmp"))
     try:
-        start = subprocess.run(["bash", str(SCRIPT), "start", str(folder)], capture_output=True, text=True,
-                               timeout=600)
+        start = subprocess.run(["bash", str(SCRIPT), "start", str(folder), *options], capture_output=True,
+                               text=True, timeout=600)
         logs = "".join(f"\n--- {p.name}\n{p.read_text()[-2000:]}" for p in folder.glob("*.log"))
         assert start.returncode == 0, start.stdout + start.stderr[-3000:] + logs
         assert start.stdout.strip() == f"export PATH={folder}/bin:$PATH"
