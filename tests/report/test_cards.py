@@ -108,3 +108,81 @@ def test_a_run_whose_gold_fell_beyond_noise_is_not_called_healthy(tmp_path, monk
     log.assign(gold=-0.35 + rng.normal(0, 0.05, 80)).to_csv(log_path, index=False)
     card = policy_card(CardInputs(parse_manifest(m), {"preset": "demo", "policy": POLICY}), "committee")
     assert "### Training health: **healthy**" in card and "is within 2 standard errors" in card
+
+
+def _reward_metrics() -> dict:
+    pairwise = lambda acc: {"accuracy": acc, "n_pairs": 300, "n_scenarios": 6,
+                            "ci_cluster_t": {"method": "cluster_t", "confidence": 0.95, "low": acc - 0.05, "high": acc + 0.05},
+                            "ci_iid_wilson": {"method": "iid_wilson", "low": acc - 0.03, "high": acc + 0.03}}
+    bon = {"n": 8, "win_vs_random": 0.55, "chance_win_vs_random": 0.5, "ci_cluster_t": {"low": 0.45, "high": 0.65}}
+    return {"n_seeds": 1, "primary_dimension": "effectiveness", "split": "val", "held_out": "held-out pairs",
+            "ensemble_formula": "mean - 0.5 * std over seeds", "penalty": "std", "lam": 0.5, "max_length": 256,
+            "per_seed": {"seed0": {"pairwise": pairwise(0.7)}}, "mean_of_seeds_pairwise_accuracy": 0.7,
+            "ensemble": {"pairwise": pairwise(0.72), "best_of_n": bon}}
+
+
+def _grm_metrics() -> dict:
+    acc = lambda a: {"accuracy": a, "n_pairs": 100, "ci_cluster_t": {"method": "cluster_t", "confidence": 0.95,
+                                                                     "low": a - 0.1, "high": a + 0.1}}
+    return {"headline_model": "final", "delta": 1.0, "statement": "The GRM judges held-out pairs.",
+            "heldout": {"split": "val", "n_pairs": 100, "n_scenarios": 6}, "decoding": {"max_new_tokens": 64},
+            "models": {"sft": {"mode": "generate", "accuracy": acc(0.66), "parseable_rate": 0.9,
+                               "position_consistency": {"consistency": 0.7}},
+                       "final": {"mode": "generate", "accuracy": acc(0.78), "parseable_rate": 0.95,
+                                 "position_consistency": {"consistency": 0.8}}}}
+
+
+def test_every_card_parses_with_huggingface_hub_and_carries_its_evaluation_results(tmp_path, monkeypatch):
+    """Each card's front matter is what the Hub reads: huggingface_hub's own parser (no network) accepts it and
+    finds a model-index whose metrics are the card's numbers: a policy's win rate against each opponent with the
+    headline interval, a reward model's and the GRM's held-out accuracy with theirs. The prose has no glued
+    sentences where a template's block tags met ("`</think>`).Reward:", "format gate(penalty")."""
+    import re
+
+    from huggingface_hub import ModelCard
+
+    from reappraisal.report.cards_io import ensemble_card, grm_card
+    from tests.report.summary_fixture import ARMS
+
+    monkeypatch.chdir(tmp_path)
+    m = manifest(Path("."))
+    seed = Path("results/reward/seed0")
+    seed.mkdir(parents=True)
+    (seed / "metrics.json").write_text(json.dumps({"seed": 0, "effective_seed": 1, "base": "b", "n_train": 10,
+                                                   "global_steps": 3, "train_loss": 0.5,
+                                                   "validation": {"pairwise": _reward_metrics()["ensemble"]["pairwise"]}}))
+    Path("results/reward/metrics.json").write_text(json.dumps(_reward_metrics()))
+    Path("results/grm").mkdir(parents=True)
+    Path("results/grm/metrics.json").write_text(json.dumps(_grm_metrics()))
+    m |= {"reward_models": "results/reward/metrics.json", "grm": "results/grm/metrics.json"}
+    for preset in ("demo", "paper"):
+        inp = CardInputs(parse_manifest(m), {"preset": preset, "policy": POLICY,
+                                             "base_models": {"policy_base": "Qwen/Qwen3-4B-Thinking-2507"}})
+        cards = {"ensemble": ensemble_card(inp, [seed]), "grm": grm_card(inp, Path("results/grm/model")),
+                 **{arm: policy_card(inp, arm) for arm in ARMS}}
+        head = pd.read_csv("results/summary/tables/headline.csv")
+        for name, text in cards.items():
+            card = ModelCard(text, ignore_metadata_errors=False)  # raises on a malformed model-index
+            data = card.data.to_dict()
+            assert data["model-index"] and card.data.eval_results, name
+            assert all(r.verified is False for r in card.data.eval_results)
+            assert not re.search(r"[a-z`)][.)](Reward|Arm)\b|gate\(", text), name
+            body = text.split("\n---\n", 1)[1]
+            assert body.lstrip().startswith("# "), name
+            if name in ARMS:
+                results = {r.metric_args["opponent"]: r for r in card.data.eval_results if r.metric_type == "win_rate"}
+                rows = head[head["arm"] == name]
+                assert set(results) == set(rows["opponent"]), name
+                for row in rows.to_dict("records"):
+                    r = results[row["opponent"]]
+                    assert r.metric_value == pytest.approx(row["win_rate"]) and r.dataset_config == "study"
+                    assert r.metric_args["ci_low"] == pytest.approx(row["headline_low"])
+                    assert r.metric_args["ci_high"] == pytest.approx(row["headline_high"])
+                    assert r.metric_args["ci_level"] == 0.95 and r.metric_args["contests"] == row["contests"]
+            elif name == "ensemble":
+                ens = next(r for r in card.data.eval_results if r.metric_name == "pairwise accuracy (ensemble)")
+                assert ens.metric_value == 0.72 and ens.metric_args["ci_low"] == pytest.approx(0.67)
+            else:
+                final = card.data.eval_results[0]
+                assert final.metric_name == "judging accuracy (final)" and final.metric_value == 0.78
+                assert final.metric_args["ci_high"] == pytest.approx(0.88)

@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from ..config import with_defaults
 from ..errors import PipelineInputError
 from ..file_hashes import sha256_file
 from ..markdown_templates import markdown_environment, write_markdown
@@ -29,6 +30,7 @@ from ..params import parse_params
 from ..summary.overoptimization import GOLD_DROP_SES, WINDOW as GOLD_WINDOW, gold_trajectory
 from .formatting import DEMO_BANNER, fmt, fmt_interval, git_commit
 from .inputs import Artifact, parse_manifest, read_claims, read_csv, read_json, read_tables_index
+from .model_index import ensemble_index, front_matter, grm_index, policy_index
 
 
 def md_cell(value: Any) -> str:
@@ -104,6 +106,11 @@ class CardInputs:
         return out
 
 
+def _level(inp: CardInputs) -> float:
+    """The summary's interval level (its intervals' confidence), the schema's default unless configured."""
+    return float(with_defaults("summary", inp.cfg.get("summary"))["confidence"])
+
+
 def _common(inp: CardInputs) -> dict[str, Any]:
     head, dirty = git_commit()
     return {"preset": inp.cfg.get("preset"), "banner": DEMO_BANNER if inp.cfg.get("preset") == "demo" else None,
@@ -121,9 +128,14 @@ def ensemble_card(inp: CardInputs, seed_dirs: Sequence[Path]) -> str:
         seeds.append({"name": Path(d).name, "dir": str(d), "seed": m.get("seed"), "effective_seed": m.get("effective_seed"),
                       "pairwise": pw, "train_loss": m.get("train_loss"), "steps": m.get("global_steps"),
                       "n_train": m.get("n_train"), "n_val": m.get("n_val"), "base": m.get("base"), "config": m.get("config") or {}})
+    base = seeds[0]["base"] if seeds else None
+    meta = {"library_name": "transformers", "pipeline_tag": "text-classification", "base_model": base,
+            "tags": ["reward-model", "regression", "ensemble", "reappraisal"],
+            "model-index": ensemble_index("reappraisal-reward-ensemble", rm, _level(inp))}
     ctx = _common(inp) | {
+        "front_matter": front_matter(meta),
         "rm": rm, "ens": rm.get("ensemble") or {}, "per_seed": rm.get("per_seed") or {}, "seeds": seeds,
-        "base": seeds[0]["base"] if seeds else None, "tables": [t for n, t in inp.tables.items() if n == "reward_models"],
+        "base": base, "tables": [t for n, t in inp.tables.items() if n == "reward_models"],
         "claims": claims_about(inp.claims, names=("reward_model", "reward model", "ensemble", "RMv2", "rm"),
                                paths=("results/reward/",)),
         "provenance": inp.provenance(("reward_models",), [Path(d) / "metrics.json" for d in seed_dirs]),
@@ -136,9 +148,13 @@ def grm_card(inp: CardInputs, grm_dir: Path) -> str:
     if grm is None:
         raise PipelineInputError("the GRM card needs the GRM metrics (input named grm)", where="--inputs")
     models = grm.get("models") or {}
+    base = (inp.cfg.get("base_models") or {}).get("grm_base")
+    meta = {"library_name": "transformers", "pipeline_tag": "text-generation", "base_model": base,
+            "tags": ["reward-model", "generative-judge", "pairwise", "reappraisal"],
+            "model-index": grm_index("reappraisal-grm", grm, _level(inp))}
     ctx = _common(inp) | {
-        "grm": grm, "models": models, "headline_model": grm.get("headline_model"), "grm_dir": str(grm_dir),
-        "cfg_grm": inp.cfg.get("grm") or {}, "base": (inp.cfg.get("base_models") or {}).get("grm_base"),
+        "front_matter": front_matter(meta), "grm": grm, "models": models, "headline_model": grm.get("headline_model"), "grm_dir": str(grm_dir),
+        "cfg_grm": inp.cfg.get("grm") or {}, "base": base,
         "tables": [t for n, t in inp.tables.items() if n == "grm"],
         "claims": claims_about(inp.claims, names=("grm", "GRM"), paths=("results/grm/",)),
         "provenance": inp.provenance(("grm",)),
@@ -177,14 +193,20 @@ def policy_card(inp: CardInputs, arm: str) -> str:
     last = log.iloc[-1].to_dict() if log is not None and not log.empty else {}
     gold = gold_health(log)
     headline = _rows(inp.frame("headline"), arm=arm)
+    base = (inp.cfg.get("base_models") or {}).get("policy_base")
+    meta = {"library_name": "transformers", "pipeline_tag": "text-generation", "base_model": base,
+            "tags": ["grpo", "rlhf", "reappraisal", arm],
+            "model-index": policy_index(f"reappraisal-policy-{arm}", headline, _rows(inp.frame("ood"), arm=arm),
+                                        _level(inp))}
     others = [{"name": t.name, "title": t.title, "caption": t.caption, "rows": _rows(t.frame, arm=arm)}
               for n, t in inp.tables.items()
               if n not in {"headline", "per_scenario"} and "arm" in t.frame.columns and _rows(t.frame, arm=arm)]
     ctx = _common(inp) | {
+        "front_matter": front_matter(meta),
         # the weights it was trained with (its health record), else the config's (an arm of one seed is its instance)
         "arm": arm, "weights": inp.health[arm].get("weights") or arms.get(arm) or {}, "policy": policy,
         "health": inp.health[arm], "gold": gold, "verdict": training_verdict(inp.health[arm], gold),
-        "base": (inp.cfg.get("base_models") or {}).get("policy_base"), "first": first, "last": last,
+        "base": base, "first": first, "last": last,
         "n_logged": 0 if log is None else len(log), "headline": headline, "headline_caption": (inp.tables.get("headline").caption
                                                                                               if "headline" in inp.tables else None),
         "per_scenario": _rows(inp.frame("per_scenario"), arm=arm), "others": others,
