@@ -14,7 +14,7 @@ import yaml
 
 from reappraisal.import_closure import module_path
 from reappraisal.report.cards_io import gold_health, training_verdict
-from tests.report.browser import ensure_chromium, render
+from tests.report.browser import ensure_chromium, first_screen, render
 from tests.workflow_utils import imported_package_modules
 
 ARMS = ("committee", "rm_only", "committee_rm_heavy", "bradley_terry", "grm_only", "beta0")
@@ -35,7 +35,8 @@ def test_report_is_built_with_demo_banner_and_every_section(demo_run):
     html = (demo_run / "results/report.html").read_text()
     assert "DEMO PRESET" in html and "no scientific meaning" in html
     ids = set(re.findall(r'id="([^"]+)"', html))
-    for section in ("headline", "per-scenario", "per-run", "head-to-head", "selection", "judges", "training", "claims",
+    for section in ("conclusions", "conclusions-table", "how-to-read", "headline", "per-scenario", "per-run", "head-to-head",
+                    "selection", "judges", "training", "truth", "truth-summary", "truth-coverage", "truth-claims", "claims",
                     "reproduce", "model-cards", "lineage", "fig-training", "health-table"):
         assert section in ids, section
     for artifact in ("normalize", "split", "leakage", "reward_models", "grm", "preregistration", "confirmation"):
@@ -174,3 +175,58 @@ def test_every_module_a_job_loaded_is_a_code_dep_of_its_dvc_stage(demo_run):
             assert rel in deps, f"stage {name} ran {module} ({rel}) but dvc.yaml does not list it"
         checked += bool(loaded)
     assert checked >= 12  # every stage the demo ran printed what it loaded
+
+
+def test_the_first_screen_says_what_the_demo_concludes_and_whether_it_is_true(demo_run, screens):
+    """At 1,300 × 900 before scrolling: every standing claim of the ledger in one line, with the number and interval
+    its rule reads and its truth verdict (each disagreement flagged on its line and named above), and the whole
+    headline forest plot. Further down, the truth section counts the intervals covering their truth per table
+    (truth.csv) and names every miss; every caption is at most three lines and no table is wider than its column."""
+    seen = first_screen(demo_run / "results/report.html", screens / "demo_first_screen.png", ensure_chromium())
+    ledger = json.loads((demo_run / "results/summary/claims.json").read_text())
+    by_id = {c["id"]: c for c in ledger["claims"]}
+    assert [line["claim"] for line in seen.claim_lines] == [c["id"] for c in ledger["claims"] if c["verdict"] != "retracted"]
+    for line in seen.claim_lines:
+        assert line["bottom"] <= 900 and line["lines"] <= 1.05, line
+        c = by_id[line["claim"]]
+        if c["truth_verdict"] and c["truth_verdict"] != c["rule_verdict"]:
+            assert f"⚑ truth {c['truth_verdict']}" in line["text"], line
+        elif c["truth_verdict"]:
+            assert f"✓ {c['truth_verdict']}" in line["text"], line
+    head = pd.read_csv(demo_run / "results/summary/tables/headline.csv")
+    row = head[(head["arm"] == "committee") & (head["opponent"] == "gpt-4-0314")].iloc[0]
+    line = next(x for x in seen.claim_lines if x["claim"] == "committee_beats_gpt4")
+    assert f"{row['win_rate']:.3f} [{row['headline_low']:.3f}, {row['headline_high']:.3f}]" in line["text"]
+    truth = ledger["truth"]
+    assert f"{truth['agree']} of {truth['claims_with_truth']} checkable claims" in seen.counts
+    assert all(d in seen.counts for d in truth["disagree"])
+    assert seen.forest and seen.forest["y"] >= 0 and seen.forest["y"] + seen.forest["height"] <= 900, seen.forest
+    html = (demo_run / "results/report.html").read_text()
+    summary = html[html.index('id="truth-summary"'):]
+    summary = summary[:summary.index("</section>")]
+    frame = pd.read_csv(demo_run / "results/summary/tables/truth.csv")
+    assert f"{int(frame['covered'].sum())} of {len(frame)} intervals" in summary
+    for table, part in frame.groupby("table"):
+        assert f"<td>{table}</td><td class=\"num\">{len(part)}</td><td class=\"num\">{int(part['covered'].sum())}</td>" in summary
+    for miss in frame[~frame["covered"]].to_dict("records"):
+        assert f"truth {miss['truth']:.3f}" in summary, miss
+    assert seen.truth_summary and seen.truth_summary["height"] > 100
+    assert seen.overflowing_tables == []
+    assert all(c["lines"] <= 3.05 for c in seen.captions), [c for c in seen.captions if c["lines"] > 3.05]
+    print(f"first screen: {screens / 'demo_first_screen.png'}")
+
+
+def test_every_demo_card_parses_with_huggingface_hub_and_carries_a_model_index(demo_run):
+    from huggingface_hub import ModelCard
+
+    cards = [demo_run / "results/reward/README.md", demo_run / "results/grm/README.md",
+             *[demo_run / f"results/policy/{arm}/README.md" for arm in POLICIES]]
+    head = pd.read_csv(demo_run / "results/summary/tables/headline.csv")
+    for path in cards:
+        card = ModelCard(path.read_text(), ignore_metadata_errors=False)
+        assert card.data.to_dict()["model-index"] and card.data.eval_results, path
+        arm = path.parent.name
+        if arm in POLICIES:
+            rates = {r.metric_args["opponent"]: r.metric_value for r in card.data.eval_results if r.dataset_config == "study"}
+            rows = head[head["arm"] == arm]
+            assert rates == pytest.approx(dict(zip(rows["opponent"], rows["win_rate"]))), arm

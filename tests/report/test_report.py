@@ -227,3 +227,34 @@ def test_interval_labels_follow_the_configured_confidence_and_the_bar_is_the_sch
 
     caption = text[text.index('id="headline-caption"'):text.index('id="headline-table"')]
     assert f"the bar {with_defaults('summary', {})['bar']}." in caption  # the schema's default, not the report's own
+
+
+#: The longest short caption the report writes: with the table's number and title and the how-to-read link, three
+#: lines of the page's text column at 1,300 px (the browser tests measure the lines themselves).
+MAX_CAPTION_CHARS = 240
+
+
+def test_every_summary_table_has_a_short_report_caption_and_the_files_keep_the_full_one(built):
+    """The report's caption of each table is at most MAX_CAPTION_CHARS once filled with long names, for every table the
+    summary writes (table_texts.yaml, and those placed in a section); the page still carries the full caption (behind
+    its disclosure), as the table's files do."""
+    from reappraisal.report.formatting import TEXTS_PATH
+    from reappraisal.summary.texts import TABLE_TEXTS, fill, load_texts
+
+    texts = load_texts(TEXTS_PATH)
+    names = set(load_texts(TABLE_TEXTS)["tables"]) | {t for s in texts["sections"] for t in s["tables"]}
+    values = {"judge": "llama-3.1-70b-instruct", "opponent": "gpt-4-0314", "arm": "committee_rm_heavy", "bar": 0.608,
+              "level": "95%"}
+    for name in sorted(names):
+        assert name in texts["table_captions"], name
+        assert len(fill(texts["table_captions"][name], **values)) <= MAX_CAPTION_CHARS, name
+    root, _, text, page = built
+    shown = htmllib.unescape(text)
+    for entry in json.loads((root / "results/summary/tables/index.json").read_text()):
+        assert entry["caption"] in shown, entry["name"]  # the full caption, behind "Full caption"
+    assert 'href="#how-to-read"' in text and page.ids.get("how-to-read") == "section"
+    note = htmllib.unescape(text[text.index('id="how-to-read"'):text.index("</section>", text.index('id="how-to-read"'))])
+    head = pd.read_csv(root / "results/summary/tables/headline.csv")
+    estimand = json.loads((root / "results/summary/tables/index.json").read_text())[0]["estimand"]
+    assert estimand in note and head["headline_method"].iloc[0] in note
+    assert f"smallest p it can reach is {head['signflip_min_p'].min():.4f}" in note and "α = 0.05" in note
