@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -25,6 +26,8 @@ import psutil
 import pytest
 import yaml
 
+# The fixtures of tests/policy/test_multiprocess.py, which the GRPO test here asks for by name.
+from tests.policy.conftest import real_judges, targets, tiny_policy, vignettes, warm_policy  # noqa: F401  (fixtures)
 from tests.test_slurm_limits import gpu_rules
 from tests.workflow_utils import PYTHON, REPO, env_with_venv, make_clean_copy, run_snakemake
 
@@ -66,6 +69,18 @@ def slurm_cluster(*options: str):
         alive = [pid for pid in pids if running(pid)]
         assert not alive, f"daemons left running: {alive}"
         shutil.rmtree(folder, ignore_errors=True)
+        # Stopped: SLURM's commands without the cluster's wrappers find no configuration and fail at once.
+        if not Path("/etc/slurm/slurm.conf").exists():
+            started = time.monotonic()
+            probe = subprocess.run(["scontrol", "show", "config"], capture_output=True, timeout=60)
+            assert probe.returncode != 0 and time.monotonic() - started < 5
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Path:
+    """One started cluster for this module's tests (its wrappers' folder), stopped after the last."""
+    with slurm_cluster() as slurm_bin:
+        yield slurm_bin
 
 
 #: What a run writes from the clock, not from its inputs: wall times and the fetch's date.
@@ -102,39 +117,82 @@ def test_the_profile_runs_every_gpu_rule_on_cpu():
     assert {rule for rule, res in profile["set-resources"].items() if res.get("gpu") == 0} == gpu_rules()
 
 
-def test_data_stages_and_a_reward_seed_run_as_slurm_jobs_with_the_local_bytes(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("the local SLURM cluster needs root (apt-get, munged, slurmd)")
+def test_data_stages_and_a_reward_seed_run_as_slurm_jobs_with_the_local_bytes(tmp_path, cluster):
     local = make_clean_copy(tmp_path / "local")
     run_snakemake(local, "--cores", "2", *TARGETS)
     repo = make_clean_copy(tmp_path / "slurm")
     profile = yaml.safe_load((repo / PROFILE / "config.yaml").read_text())["default-resources"]
 
-    with slurm_cluster() as slurm_bin:
-        env = env_with_venv()
-        env["PATH"] = f"{slurm_bin}{os.pathsep}{env['PATH']}"
-        proc = subprocess.run([PYTHON, "-m", "snakemake", "--profile", PROFILE, *TARGETS], cwd=repo, env=env,
-                              capture_output=True, text=True, timeout=600)
-        log = proc.stdout + proc.stderr
-        assert proc.returncode == 0, log[-6000:]
-        jobs = re.findall(r"submitted with SLURM jobid (\d+) \(log: (\S*/slurm_logs/rule_(\w+)/\S*)\)", log)
-        submitted = {job: rule for job, _, rule in jobs}
-        assert sorted(submitted.values()) == sorted(RULES), log[-4000:]
-        # The controller's record: each job finished, on the profile's CPUs, memory and time limit.
-        queue = subprocess.run(["squeue", "-h", "-t", "all", "-j", ",".join(submitted), "-o", "%i %T %C %m %l"],
-                               env=env, capture_output=True, text=True, check=True, timeout=30).stdout
-        rows = {line.split()[0]: line.split()[1:] for line in queue.splitlines()}
-        limit = f"{profile['runtime']}:00"
-        assert rows == {job: ["COMPLETED", str(profile["cpus_per_task"]), f"{profile['mem_mb']}M", limit]
-                        for job in submitted}, queue
-        for job, path, rule in jobs:  # the job's own log, written on the node
-            assert Path(path).name == f"{job}.log" and f"rule {rule}:" in Path(path).read_text()
+    env = env_with_venv()
+    env["PATH"] = f"{cluster}{os.pathsep}{env['PATH']}"
+    proc = subprocess.run([PYTHON, "-m", "snakemake", "--profile", PROFILE, *TARGETS], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=600)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-6000:]
+    jobs = re.findall(r"submitted with SLURM jobid (\d+) \(log: (\S*/slurm_logs/rule_(\w+)/\S*)\)", log)
+    submitted = {job: rule for job, _, rule in jobs}
+    assert sorted(submitted.values()) == sorted(RULES), log[-4000:]
+    # The controller's record: each job finished, on the profile's CPUs, memory and time limit.
+    queue = subprocess.run(["squeue", "-h", "-t", "all", "-j", ",".join(submitted), "-o", "%i %T %C %m %l"],
+                           env=env, capture_output=True, text=True, check=True, timeout=30).stdout
+    rows = {line.split()[0]: line.split()[1:] for line in queue.splitlines()}
+    limit = f"{profile['runtime']}:00"
+    assert rows == {job: ["COMPLETED", str(profile["cpus_per_task"]), f"{profile['mem_mb']}M", limit]
+                    for job in submitted}, queue
+    for job, path, rule in jobs:  # the job's own log, written on the node
+        assert Path(path).name == f"{job}.log" and f"rule {rule}:" in Path(path).read_text()
 
     built, expected = files_under(repo), files_under(local)
     assert sorted(built) == sorted(expected)
     assert [path for path in built if built[path] != expected[path]] == []
-    # Stopped: SLURM's commands without the cluster's wrappers find no configuration and fail at once.
-    if not Path("/etc/slurm/slurm.conf").exists():
-        started = time.monotonic()
-        probe = subprocess.run(["scontrol", "show", "config"], capture_output=True, timeout=60)
-        assert probe.returncode != 0 and time.monotonic() - started < 5
+
+
+class _ThroughSlurm:
+    """Stands for `subprocess` in tests/policy/test_multiprocess.py: `run(cmd)` submits a batch job (2 CPUs)
+    whose one `srun` step runs `cmd`, as the SLURM executor runs a rule's shell command inside its job
+    (sbatch, then srun); the job's log is the result's stdout, its exit code the return code."""
+
+    def __init__(self, slurm_bin: Path, folder: Path):
+        self.slurm_bin, self.folder, self.jobs = slurm_bin, folder, []
+
+    def run(self, cmd, *, env, timeout, **_):
+        n = len(self.jobs)
+        script, log = self.folder / f"job{n}.sh", self.folder / f"job{n}.log"
+        announce = 'echo "step $SLURM_JOB_ID.$SLURM_STEP_ID: $SLURM_STEP_NUM_TASKS task, $SLURM_CPUS_PER_TASK CPUs"'
+        script.write_text(f"#!/bin/sh\nexec srun --ntasks=1 sh -c '{announce}; exec \"$@\"' sh {shlex.join(cmd)}\n")
+        env = dict(env, PATH=f"{self.slurm_bin}{os.pathsep}{env['PATH']}")
+        job = subprocess.run(["sbatch", "--parsable", "--cpus-per-task=2", "--mem=4000", "-t", "15", "-o", str(log),
+                              str(script)], env=env, capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+        self.jobs.append(job)
+        # Polled here: `sbatch --wait` doubles its own polling interval and returned about 30 s after a 13 s job.
+        deadline = time.monotonic() + timeout
+        while (state := squeue_state(job, env)) in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING"):
+            assert time.monotonic() < deadline, f"job {job} still {state} after {timeout} s"
+            time.sleep(0.5)
+        code = re.search(r"\bExitCode=(\d+):(\d+)", subprocess.run(
+            ["scontrol", "show", "job", job], env=env, capture_output=True, text=True, check=True, timeout=30).stdout)
+        returncode = int(code.group(1)) or int(code.group(2))
+        return subprocess.CompletedProcess(cmd, returncode, log.read_text() if log.exists() else "", f"job {job}: {state}")
+
+
+def squeue_state(job: str, env: dict) -> str:
+    """A job's state in the controller's record (kept MinJobAge = 300 s after it ends)."""
+    return subprocess.run(["squeue", "-h", "-t", "all", "-j", job, "-o", "%T"], env=env, capture_output=True,
+                          text=True, check=True, timeout=30).stdout.strip()
+
+
+def test_grpo_in_two_processes_under_srun_gives_the_one_process_committee(cluster, tmp_path, monkeypatch, request):
+    """tests/policy/test_multiprocess.py's real `train-policy` run (`accelerate launch --multi_gpu
+    --num_processes 2` on CPU, a prompt group straddling the processes, two GRPO steps), as a SLURM job: the
+    same command in an srun step of a batch job, checked by the same test against one process's ensemble,
+    GRM and committee on the gathered answers."""
+    from tests.policy import test_multiprocess
+
+    slurm = _ThroughSlurm(cluster, tmp_path / "slurm")
+    slurm.folder.mkdir()
+    monkeypatch.setattr(test_multiprocess, "subprocess", slurm)
+    inputs = [request.getfixturevalue(name) for name in ("warm_policy", "real_judges", "vignettes", "targets")]
+    test_multiprocess.test_train_policy_command_two_processes_matches_one_process_committee(tmp_path, *inputs)
+    (job,) = slurm.jobs
+    assert f"step {job}.0: 1 task, 2 CPUs" in (slurm.folder / "job0.log").read_text()
+    assert squeue_state(job, dict(os.environ, PATH=f"{cluster}{os.pathsep}{os.environ['PATH']}")) == "COMPLETED"
