@@ -5,8 +5,11 @@ data half and one reward seed with `--profile workflow/profiles/slurm-local` in 
 cluster whatever happened. Each rule ran as an sbatch job with the profile's resources (the controller's own
 record of the jobs, kept MinJobAge = 300 s without accounting), and every output has the bytes of the same
 targets built by a local Snakemake run (the weights and tables byte for byte; JSON files and model cards
-less their wall-clock readings). After the stop, no daemon is left and `scontrol` without the
-cluster's wrappers fails at once (it would hold every later Snakemake start 10 s waiting for a controller).
+less their wall-clock readings). The paper's `train_policy` launch across processes inside an allocation:
+the two-process GRPO test of tests/policy/test_multiprocess.py (`accelerate launch --num_processes 2` on
+CPU) runs as a batch job whose srun step runs its command, and gives the one-process committee. Both tests
+share one cluster. After the stop, no daemon is left and `scontrol` without the cluster's wrappers fails at
+once (it would hold every later Snakemake start 10 s waiting for a controller).
 """
 
 from __future__ import annotations
