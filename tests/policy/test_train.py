@@ -200,10 +200,7 @@ def test_paper_preset_has_the_model_cards_settings(tmp_path):
     s = grpo_settings(cfg["policy"], seed=cfg["seed"], output_dir=tmp_path, bf16_capable=True)  # as on the cluster
     assert (s["learning_rate"], s["beta"], s["num_generations"], s["max_steps"], s["bf16"]) == (8e-6, 0.04, 12, 500, True)
     assert cfg["policy"]["launcher"] == {"accelerate_config": "workflow/accelerate/zero2_4gpu.yaml", "num_processes": 4}
-    assert "use_vllm" not in s
-    vllm = grpo_settings(dict(cfg["policy"], vllm={"enabled": True, "mode": "colocate"}), seed=0, output_dir=tmp_path,
-                         bf16_capable=True)
-    assert vllm["use_vllm"] and vllm["vllm_mode"] == "colocate"
+    assert s["use_vllm"] and s["vllm_mode"] == "colocate"  # TRL's vLLM path: tests/policy/test_vllm_path.py
     check_batch_fits(cfg["policy"], n_prompts=6, world_size=4)  # 4 prompt groups of 12 per step from 6 scenarios
     demo = load_config()["policy"]
     assert demo["beta"] > 0 and demo["use_cpu"] and demo["warm_start"]["enabled"]

@@ -90,12 +90,24 @@ def grpo_settings(policy: Mapping[str, Any], *, seed: int, output_dir: str | Pat
         disable_tqdm=True,
     )
     if vllm["enabled"]:
-        kwargs.update(
-            use_vllm=True,
-            vllm_mode=str(vllm["mode"]),
-            vllm_gpu_memory_utilization=float(vllm["gpu_memory_utilization"]),
-        )
+        kwargs.update(vllm_settings(vllm))
     return kwargs
+
+
+def vllm_settings(vllm: Mapping[str, Any]) -> dict[str, Any]:
+    """``GRPOConfig``'s vLLM keywords for an enabled ``policy.vllm`` section (schema defaults filled).
+
+    TRL then decodes the completions with vLLM (colocate: an engine inside each training process, its
+    weights synced from the policy every step), not with the project's decoder
+    (:func:`~reappraisal.policy.generation.decoder_applies` is false under ``use_vllm``).
+    """
+    return dict(
+        use_vllm=True,
+        vllm_mode=str(vllm["mode"]),
+        vllm_gpu_memory_utilization=float(vllm["gpu_memory_utilization"]),
+        vllm_tensor_parallel_size=int(vllm["tensor_parallel_size"]),
+        vllm_enable_sleep_mode=bool(vllm["enable_sleep_mode"]),
+    )
 
 
 def check_batch_fits(policy: Mapping[str, Any], n_prompts: int, world_size: int) -> None:

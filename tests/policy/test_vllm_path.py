@@ -1,0 +1,200 @@
+"""The paper preset's GRPO decodes through TRL's vLLM colocate path, proven on the CPU with a stand-in for vLLM.
+
+A fake ``vllm`` module (in ``sys.modules``, so TRL's ``is_vllm_available`` sees it; its ``LLM`` records
+every call and returns fixed completions) replaces the engine at the lowest seam TRL touches:
+``vllm.LLM(...)`` in ``VLLMGeneration._init_vllm``, ``SamplingParams``, ``LLM.generate``, the weight sync
+through ``llm.llm_engine.model_executor.driver_worker.model_runner.model.load_weights`` and
+``reset_prefix_cache``, ``sleep``/``wake_up`` with sleep mode. Everything above that seam is TRL's and the
+project's own code: ``train_policy`` with the paper preset's ``policy.vllm`` section, ``GRPOTrainer``,
+the project's ``_generate_single_turn`` override (which must hand over to TRL), the committee reward.
+What the fake cannot show: vLLM's own engine (CUDA, NCCL, its ``external_launcher`` executor).
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import json
+import os
+import sys
+import types
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reappraisal.config import load_config
+from reappraisal.policy.arms import ArmSpec
+from reappraisal.policy.committee import CommitteeWeights, FormatGate
+from reappraisal.policy.reward_adapter import CommitteeReward
+from reappraisal.policy.train_io import grpo_settings, train_policy
+
+from .fakes import FakeGRM, FakeRM
+
+COMMITTEE = ArmSpec("committee", CommitteeWeights(0.5, 0.5, 0.5))
+#: What the fake engine answers, in turn (each ends with the tokenizer's end of text).
+ANSWERS = [
+    "<think>They feel sadness.</think>Maybe they were overwhelmed and forgot.",
+    "<think>They feel anger.</think>Perhaps something urgent came up for them. You can ask them calmly tomorrow.",
+    "<think>upset</think>",
+    "<think>They feel fear.</think>It could be that they did not mean to hurt you. This does not define your "
+    "friendship. They value you more than this moment shows. One more sentence.",
+]
+
+
+def paper_vllm() -> dict:
+    return load_config(overrides={"preset": "paper"})["policy"]["vllm"]
+
+
+class FakeLLM:
+    """``vllm.LLM``: records its settings and calls, answers ``completions`` in turn with logprob -1 a token."""
+
+    instances: list["FakeLLM"] = []
+    completions: list[list[int]] = []
+
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+        self.calls: list[tuple] = []
+        self.loaded: list[str] = []
+        model = SimpleNamespace(load_weights=lambda weights: self.loaded.extend(name for name, _ in weights))
+        self.llm_engine = SimpleNamespace(
+            model_executor=SimpleNamespace(driver_worker=SimpleNamespace(model_runner=SimpleNamespace(model=model))),
+            model_config=SimpleNamespace(max_model_len=4096))
+        FakeLLM.instances.append(self)
+
+    def generate(self, prompts, sampling_params=None, use_tqdm=True):
+        self.calls.append(("generate", len(prompts)))
+        self.prompts = [p["prompt_token_ids"] for p in prompts]
+        self.sampling_params = sampling_params
+        out = []
+        for i, ids in enumerate(self.prompts):
+            tokens = FakeLLM.completions[i % len(FakeLLM.completions)]
+            logprobs = [{t: SimpleNamespace(logprob=-1.0, rank=1)} for t in tokens]
+            out.append(SimpleNamespace(prompt_token_ids=ids,
+                                       outputs=[SimpleNamespace(token_ids=list(tokens), logprobs=logprobs)]))
+        return out
+
+    def reset_prefix_cache(self):
+        self.calls.append(("reset_prefix_cache",))
+
+    def sleep(self, level):
+        self.calls.append(("sleep", level))
+
+    def wake_up(self, tags=None):
+        self.calls.append(("wake_up", tuple(tags or ())))
+
+
+class FakeSamplingParams:
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+
+
+@pytest.fixture
+def fake_vllm(monkeypatch):
+    """A ``vllm`` TRL accepts (version 0.30.0, requirements-gpu.lock's), wired into TRL's generation module."""
+    import trl.generation.vllm_generation as vg
+
+    module = types.ModuleType("vllm")
+    module.__spec__ = importlib.machinery.ModuleSpec("vllm", loader=None)  # find_spec("vllm") answers from it
+    module.__version__ = "0.30.0"
+    module.LLM, module.SamplingParams, module.RequestOutput = FakeLLM, FakeSamplingParams, SimpleNamespace
+    sampling = types.ModuleType("vllm.sampling_params")
+    sampling.StructuredOutputsParams = SimpleNamespace
+    module.sampling_params = sampling
+    monkeypatch.setitem(sys.modules, "vllm", module)
+    monkeypatch.setitem(sys.modules, "vllm.sampling_params", sampling)
+    # TRL bound these at import when vLLM was there; here trl was imported before the fake existed.
+    for name, value in (("LLM", FakeLLM), ("SamplingParams", FakeSamplingParams), ("RequestOutput", SimpleNamespace),
+                        ("StructuredOutputsParams", SimpleNamespace)):
+        monkeypatch.setattr(vg, name, value, raising=False)
+    FakeLLM.instances = []
+    environ = dict(os.environ)  # TRL sets RANK, LOCAL_RANK, WORLD_SIZE and MASTER_* for vLLM: put them back
+    yield module
+    os.environ.clear()
+    os.environ.update(environ)
+
+
+@pytest.fixture
+def no_project_decoder(monkeypatch):
+    """The project's decoder fails the test if anything reaches it."""
+    import reappraisal.batched_generation as bg
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the project's decoder ran although GRPO generates with vLLM")
+
+    monkeypatch.setattr(bg, "decode_batch", refuse)
+
+
+def test_the_paper_preset_trains_with_vllm_colocate_and_the_demo_does_not(tmp_path):
+    paper = load_config(overrides={"preset": "paper"})["policy"]
+    s = grpo_settings(paper, seed=0, output_dir=tmp_path, bf16_capable=True)
+    assert {k: s[k] for k in s if k.startswith(("use_vllm", "vllm_"))} == {
+        "use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.3,
+        "vllm_tensor_parallel_size": 1, "vllm_enable_sleep_mode": False}
+    demo = load_config()["policy"]
+    assert not demo["vllm"]["enabled"]
+    assert not any(k.startswith(("use_vllm", "vllm_")) for k in grpo_settings(demo, seed=0, output_dir=tmp_path))
+
+
+def run_one_step(tmp_path, tiny_policy, vignettes, vllm: dict) -> tuple:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_policy)
+    FakeLLM.completions = [tok(a, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for a in ANSWERS]
+    policy = dict(learning_rate=1e-4, beta=0.04, num_generations=4, max_completion_length=48,
+                  per_device_train_batch_size=8, max_steps=1, save_steps=1, use_cpu=True, bf16=False,
+                  format_gate={"max_sentences": 2, "penalty": -3.0}, health={"window": 1}, vllm=vllm)
+    out = tmp_path / "committee"
+    log = tmp_path / "rewards.jsonl"
+    health = train_policy(arm=COMMITTEE, policy=policy, model_dir=tiny_policy, vignettes=vignettes, out_dir=out,
+                          scorers=lambda device: (FakeRM(), FakeGRM()), seed=0, rewards_log=log)
+    return tok, policy, out, [json.loads(line) for line in log.read_text().splitlines()], health
+
+
+def test_one_grpo_step_goes_through_trls_vllm_colocate_path(tmp_path, tiny_policy, vignettes, fake_vllm,
+                                                             no_project_decoder):
+    from transformers import AutoModelForCausalLM
+
+    tok, policy, out, lines, health = run_one_step(tmp_path, tiny_policy, vignettes, paper_vllm())
+    assert health["global_step"] == 1
+    (llm,) = FakeLLM.instances
+    # the engine got the preset's settings, in-process beside the trainer (TRL's colocate mode)
+    assert llm.kwargs["model"] == str(tiny_policy)
+    assert (llm.kwargs["gpu_memory_utilization"], llm.kwargs["tensor_parallel_size"], llm.kwargs["enable_sleep_mode"]) == (
+        0.3, 1, False)
+    assert llm.kwargs["distributed_executor_backend"] == "external_launcher"
+    # the policy's weights were pushed into the engine before it generated, then the prefix cache reset
+    names = [n for n, _ in AutoModelForCausalLM.from_pretrained(tiny_policy).named_parameters()]
+    assert llm.loaded == names
+    assert llm.calls == [("reset_prefix_cache",), ("generate", 8)]
+    # one completion per prompt row (each prompt repeated num_generations times), the GRPO sampling settings
+    assert len({tuple(p) for p in llm.prompts}) == 2 and all(llm.prompts.count(p) == 4 for p in llm.prompts)
+    assert llm.sampling_params.kwargs["n"] == 1
+    assert llm.sampling_params.kwargs["max_tokens"] == policy["max_completion_length"]
+    assert llm.sampling_params.kwargs["temperature"] == 1.0 and llm.sampling_params.kwargs["top_p"] == 1.0
+
+    # the committee rewarded exactly the engine's completions, as it would any others
+    (line,) = lines
+    completions = FakeLLM.completions * 2
+    texts = [tok.decode(ids, skip_special_tokens=True) for ids in completions]
+    expected = CommitteeReward(weights=COMMITTEE.weights, gate=FormatGate(2, -3.0), num_generations=4,
+                               rm_scorer=FakeRM(), grm_scorer=FakeGRM(), tokenizer=tok, process_info=lambda: (0, 1))
+    rewards = expected([None] * 8, texts, completions, vignette_id=line["vignette_id"],
+                       scenario=[vignettes.set_index("vignette_id").loc[v, "text"] for v in line["vignette_id"]])
+    assert line["answer"] == expected.last_answers
+    assert line["answer"][:4] == ["Maybe they were overwhelmed and forgot.",
+                                  "Perhaps something urgent came up for them. You can ask them calmly tomorrow.", "",
+                                  expected.last_answers[3]]
+    assert line["passed"] == [True, True, False, False] * 2
+    np.testing.assert_allclose(line["reward"], rewards)
+    logged = pd.read_csv(out / "training_log.csv")
+    assert logged["reward"].iloc[0] == pytest.approx(float(np.mean(rewards)), abs=1e-6)
+
+
+def test_sleep_mode_wakes_the_engine_around_each_generation(tmp_path, tiny_policy, vignettes, fake_vllm,
+                                                              no_project_decoder):
+    run_one_step(tmp_path, tiny_policy, vignettes, dict(paper_vllm(), enable_sleep_mode=True))
+    (llm,) = FakeLLM.instances
+    assert llm.kwargs["enable_sleep_mode"] is True
+    assert llm.calls == [("sleep", 2), ("wake_up", ("weights",)), ("reset_prefix_cache",), ("wake_up", ("kv_cache",)),
+                         ("generate", 8), ("sleep", 2)]
