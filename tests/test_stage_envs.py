@@ -20,7 +20,7 @@ from reappraisal.import_closure import closure, external_imports
 from reappraisal.workflow_dvc import cli_commands, entry_modules
 from tests.workflow_utils import REPO
 
-#: Engines a setting switches on, which the environment gets on the cluster only (envs/train.yaml says how).
+#: Engines a setting switches on, installed on the cluster only (envs/train.yaml pins them from requirements-gpu.lock).
 ADDED_ON_THE_CLUSTER = {"vllm"}
 
 
@@ -91,7 +91,9 @@ def inputs():
         assert entries, f"rule {rule}: no `python -m reappraisal ...` in its shell command"
         stages[rule] = (env, external_imports(src, closure(src, entries)))
     envs = {p.name: env_pins(p) for p in sorted((REPO / "envs").glob("*.yaml"))}
-    lock = pins((REPO / "requirements.lock").read_text().splitlines())
+    # the CPU lock's pins, and the GPU lock's for the cluster's engines only it pins (vllm)
+    lock = {**pins((REPO / "requirements-gpu.lock").read_text().splitlines()),
+            **pins((REPO / "requirements.lock").read_text().splitlines())}
     return stages, envs, lock, packages_distributions()
 
 
