@@ -130,7 +130,7 @@ def test_the_paper_preset_trains_with_vllm_colocate_and_the_demo_does_not(tmp_pa
     s = grpo_settings(paper, seed=0, output_dir=tmp_path, bf16_capable=True)
     assert {k: s[k] for k in s if k.startswith(("use_vllm", "vllm_"))} == {
         "use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.3,
-        "vllm_tensor_parallel_size": 1, "vllm_enable_sleep_mode": False}
+        "vllm_tensor_parallel_size": 1, "vllm_max_model_length": 2048 + 1024, "vllm_enable_sleep_mode": False}
     demo = load_config()["policy"]
     assert not demo["vllm"]["enabled"]
     assert not any(k.startswith(("use_vllm", "vllm_")) for k in grpo_settings(demo, seed=0, output_dir=tmp_path))
@@ -163,6 +163,7 @@ def test_one_grpo_step_goes_through_trls_vllm_colocate_path(tmp_path, tiny_polic
     assert (llm.kwargs["gpu_memory_utilization"], llm.kwargs["tensor_parallel_size"], llm.kwargs["enable_sleep_mode"]) == (
         0.3, 1, False)
     assert llm.kwargs["distributed_executor_backend"] == "external_launcher"
+    assert llm.kwargs["max_model_len"] == policy["max_completion_length"] + 1024  # not the model's own context
     # the policy's weights were pushed into the engine before it generated, then the prefix cache reset
     names = [n for n, _ in AutoModelForCausalLM.from_pretrained(tiny_policy).named_parameters()]
     assert llm.loaded == names
