@@ -16,6 +16,8 @@ Parts (each beside its baseline in the same run; a part that cannot run is repor
 3. ``grpo``: one GRPO step of the policy (Qwen3-4B) with the card's shapes (12 generations, completions up
    to 2,048 tokens, β 0.04, bf16, gradient checkpointing) on one GPU, rewarded by the committee (parts 1
    and 2's models): step time split into generation, reward and the rest (log-probs, update); peak memory.
+   ``grpo_vllm``: the same step decoded by TRL's vLLM colocate mode with the paper preset's ``policy.vllm``
+   settings (the engine's start timed apart), beside the ``grpo`` step (goal: ≤ 20 s a step). Needs vLLM.
 4. ``committee_share``: the reward's share of that step (target ≤ 20 %), and the card's 4×H100 ZeRO-2 run
    extrapolated from it (the assumptions are written into the result).
 5. ``judge``: an 8B-shaped judge (Llama-3.1-8B) served by ``vllm serve --load-format dummy`` and asked
@@ -322,6 +324,35 @@ class EveryCompletionScored:
 
 def part_grpo(ctx: dict) -> dict:
     """One GRPO step of the policy with the card's shapes, rewarded by the committee of parts 1 and 2."""
+    figures = _grpo_step(ctx, vllm={"enabled": False})
+    colocate = ctx["results"].get("grpo_vllm")
+    if colocate is not None and colocate.status == "ok":  # the same step with vLLM, earlier in this run
+        figures["vllm_colocate_step_s"] = colocate.figures["step_s"]
+        figures["vllm_colocate_speedup"] = round(figures["step_s"] / colocate.figures["step_s"], 2)
+    return figures
+
+
+def part_grpo_vllm(ctx: dict) -> dict:
+    """The same GRPO step decoded by TRL's vLLM colocate mode with the paper preset's ``policy.vllm`` settings."""
+    from reappraisal.config import load_config
+
+    why = "vLLM needs a GPU (dry run)" if ctx["dry"] else vllm_available()
+    if why:
+        return {"status": "skipped", "reason": why}
+    import torch
+
+    vllm = dict(load_config(overrides={"preset": "paper"})["policy"]["vllm"])
+    # One GPU holds what ZeRO-2 spreads over four (the whole AdamW state of the 4B policy, ~40 GiB with its
+    # gradients) beside the committee's models: on a card under 100 GiB the engine sleeps while the policy trains.
+    card_gib = torch.cuda.get_device_properties(0).total_memory / 2**30
+    if card_gib < 100:
+        vllm["enable_sleep_mode"] = True
+    figures = _grpo_step(ctx, vllm=vllm)
+    figures.update(vllm_settings={k: vllm[k] for k in sorted(vllm)}, card_gib=round(card_gib, 1), target_step_s=20.0)  # the HF generate step beside it: part grpo, run after this one
+    return figures
+
+
+def _grpo_step(ctx: dict, vllm: dict) -> dict:
     import torch
     from datasets import Dataset
     from transformers import Qwen3ForCausalLM
@@ -349,7 +380,7 @@ def part_grpo(ctx: dict) -> dict:
     section = dict(paper, max_steps=1, save_steps=10, num_generations=s.generations,
                    per_device_train_batch_size=s.generations, max_completion_length=s.completion_length,
                    use_cpu=dry, bf16=not dry, gradient_checkpointing=not dry,
-                   vllm={"enabled": False}, gold_scorer=None)
+                   vllm=vllm, gold_scorer=None)
     settings = grpo_settings(section, seed=0, output_dir=Path(ctx["workdir"]) / "grpo", bf16_capable=not dry)
     settings.update(report_to="none", save_strategy="no", logging_steps=1)
     args = GRPOConfig(**settings)
@@ -360,8 +391,9 @@ def part_grpo(ctx: dict) -> dict:
                                 num_generations=s.generations, rm_scorer=ctx["rm_scorer"], grm_scorer=grm)
     reward = EveryCompletionScored(committee)
     rows = prompt_rows([{"vignette_id": v.vignette_id, "text": v.text} for v in TRAIN_VIGNETTES[:1]])
-    trainer = GRPOTrainer(model=str(policy_dir), reward_funcs=[reward], args=args,
-                          train_dataset=Dataset.from_list(rows * 4), processing_class=tok)
+    # with vLLM the trainer starts the colocated engine (timed apart from the step)
+    trainer, start = timed(GRPOTrainer, model=str(policy_dir), reward_funcs=[reward], args=args,
+                           train_dataset=Dataset.from_list(rows * 4), processing_class=tok)
     spent = {"generation": 0.0, "reward": 0.0}
     sync = cuda_sync(device)
 
@@ -387,7 +419,9 @@ def part_grpo(ctx: dict) -> dict:
         torch.cuda.empty_cache()
     return {"generations": s.generations, "max_completion_length": s.completion_length,
             "mean_completion_tokens": completion_tokens, "gradient_checkpointing": not dry,
-            "generation_engine": "hf generate", "share_scored_by_committee": scored_share, "step_s": round(step, 2),
+            "generation_engine": f"vllm colocate ({settings['vllm_gpu_memory_utilization']} of the GPU)"
+            if vllm["enabled"] else "hf generate", "trainer_start_s": round(start, 2),
+            "share_scored_by_committee": scored_share, "step_s": round(step, 2),
             "generation_s": round(spent["generation"], 2), "reward_s": round(spent["reward"], 2),
             "logprobs_and_update_s": round(rest, 2), "peak_gib": peak_memory_gib(device)}
 
@@ -515,14 +549,17 @@ def part_cluster_estimate(ctx: dict) -> dict:
 
 
 PARTS: dict[str, Callable[[dict], dict]] = {
-    "rm": part_rm, "grm": part_grm, "grpo": part_grpo, "committee_share": part_committee_share, "judge": part_judge,
-    "cluster_estimate": part_cluster_estimate,
+    "rm": part_rm, "grm": part_grm, "grpo_vllm": part_grpo_vllm, "grpo": part_grpo,
+    "committee_share": part_committee_share, "judge": part_judge, "cluster_estimate": part_cluster_estimate,
 }
+#: Seconds a part takes on one H200 (measured, or for grpo_vllm and judge expected), for ``--stop-s``: a part
+#: that would not end before it is not started (a part killed half-way measures nothing).
+EXPECTED_S = {"grpo": 240.0, "grpo_vllm": 150.0, "judge": 180.0}
 
 
-def run(dry: bool, out: Path, only: list[str] | None = None, budget_s: float = 480.0) -> dict[str, Part]:
+def run(dry: bool, out: Path, only: list[str] | None = None, budget_s: float = 480.0,
+        stop_s: float | None = None) -> dict[str, Part]:
     import torch
-    import transformers
 
     started = time.perf_counter()
     device, dtype = device_and_dtype(dry)
@@ -537,8 +574,14 @@ def run(dry: bool, out: Path, only: list[str] | None = None, budget_s: float = 4
             if only and name not in only:
                 part.status, part.reason = "skipped", "not selected (--only)"
                 continue
-            if time.perf_counter() - started > budget_s:
+            elapsed = time.perf_counter() - started
+            if elapsed > budget_s:
                 part.status, part.reason = "skipped", f"time budget of {budget_s:.0f} s spent"
+                continue
+            if stop_s is not None and not dry and elapsed + EXPECTED_S.get(name, 0.0) > stop_s:
+                part.status = "skipped"
+                part.reason = (f"needs about {EXPECTED_S[name]:.0f} s and {stop_s - elapsed:.0f} s are left before "
+                               f"the stop at {stop_s:.0f} s (--only {name} runs it alone)")
                 continue
             try:
                 figures = fn(ctx)
@@ -553,11 +596,24 @@ def run(dry: bool, out: Path, only: list[str] | None = None, budget_s: float = 4
                 traceback.print_exc()
             print(f"[{time.perf_counter() - started:6.1f} s] {name}: {part.status}"
                   f"{' (' + part.reason + ')' if part.reason else ''}", flush=True)
-    machine = {"device": torch.cuda.get_device_name(0) if device.type == "cuda" else platform.processor() or "cpu",
-               "torch": torch.__version__, "transformers": transformers.__version__, "dry": dry,
-               "seconds": round(time.perf_counter() - started, 1)}
-    write(out, results, machine)
+            write(out, results, machine(device, dry, started))  # after every part: a killed run keeps what it measured
+    write(out, results, machine(device, dry, started))
     return results
+
+
+def machine(device, dry: bool, started: float) -> dict:
+    import torch
+    import transformers
+
+    try:
+        from importlib.metadata import version
+
+        vllm = version("vllm")
+    except Exception:  # not installed
+        vllm = None
+    return {"device": torch.cuda.get_device_name(0) if device.type == "cuda" else platform.processor() or "cpu",
+            "torch": torch.__version__, "transformers": transformers.__version__, "vllm": vllm, "dry": dry,
+            "seconds": round(time.perf_counter() - started, 1)}
 
 
 def write(out: Path, results: dict[str, Part], machine: dict) -> None:
@@ -586,8 +642,10 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks/gpu/results")
     ap.add_argument("--only", nargs="*", choices=list(PARTS), help="run these parts only")
     ap.add_argument("--budget-s", type=float, default=480.0, help="start no part after this many seconds")
+    ap.add_argument("--stop-s", type=float, default=None,
+                    help="start no part expected to end after this many seconds (EXPECTED_S; not with --dry)")
     args = ap.parse_args(argv)
-    results = run(args.dry, args.out, args.only, args.budget_s)
+    results = run(args.dry, args.out, args.only, args.budget_s, args.stop_s)
     print((args.out / "gpu_bench.md").read_text())
     return 0 if all(p.status in {"ok", "skipped"} for p in results.values()) else 1
 

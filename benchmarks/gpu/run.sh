@@ -1,39 +1,83 @@
 #!/usr/bin/env bash
-# The GPU benchmark's one entry point, for a CUDA machine: install what is missing (pinned; the CUDA build
-# of torch from PyPI; vLLM only if it resolves against the pinned torch), then measure within 8 minutes.
+# The GPU benchmark's one entry point, for a CUDA machine (Linux x86_64): install the cluster's lock
+# (requirements-gpu.lock: PyPI's CUDA torch 2.13.0, vLLM 0.30.0, DeepSpeed, the CPU lock's other pins, for
+# the Python its header names) into .venv-gpu, then measure within 8 minutes.
 #   bash benchmarks/gpu/run.sh [OUT_DIR]      -> OUT_DIR/gpu_bench.json and gpu_bench.md
-# A part that cannot run (no vLLM, out of memory) is reported as such; the others still run.
-# A machine without package registries: download the pinned wheels that its Python lacks into .whl/
-# beforehand (benchmarks/README.md, "On a GPU"); they are installed from there, offline, and nothing
-# else is fetched. BUDGET_S (default 420) is the time after which no further part starts.
+# What it measures by default (PARTS): the reward ensemble and the GRM (whose models the GRPO steps' committee
+# uses; the GRM also decodes one batch with vLLM), one GRPO step at the card's shapes with TRL's vLLM colocate
+# mode (the paper preset's policy.vllm), then the same step with HF generate, and the estimates drawn from
+# them. No part starts after BUDGET_S (default 420) seconds, nor when it would not end before STOP_S (470);
+# the whole run is cut at 480 s, and the figures are written after every part. A part that cannot run (no
+# vLLM, out of memory, no time left) is reported with its reason; the others still run.
+# Environments:
+#   - PYTHON=/path/to/python of an environment that already holds the lock (a cluster's shared one): used as it
+#     is when its torch, transformers, trl and vllm are the lock's.
+#   - otherwise .venv-gpu, made once per lock (a stamp of the lock's hash): with python3.13 where there is one,
+#     else with uv's own CPython of the lock's version (uv is installed from PyPI into a scratch venv).
+#   - a machine without package registries: the pinned wheels its Python lacks carried in .whl/ (benchmarks/
+#     README.md, "On a GPU") are installed from there, offline, over what the machine has; the GPU lock cannot
+#     be carried that way (its CUDA wheels are gigabytes), so vLLM is there only if the machine has it.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 OUT=${1:-benchmarks/gpu/results}
-PY=${PYTHON:-python3}
 BUDGET_S=${BUDGET_S:-420}
-OFFLINE=""
+STOP_S=${STOP_S:-470}
+PARTS=${PARTS:-rm grm grpo_vllm grpo committee_share cluster_estimate}
+LOCK=requirements-gpu.lock
+LOCK_PY=$(sed -n 's/^# python: //p' "$LOCK")
+
+# Whether $1 runs the lock's torch, transformers, trl and vllm (with CUDA).
+has_lock() {
+  "$1" - "$LOCK" <<'EOF' 2>/dev/null
+import re, sys
+from importlib.metadata import version
+pins = dict(re.match(r"([A-Za-z0-9_.-]+)==(\S+)", line).groups() for line in open(sys.argv[1])
+            if re.match(r"[A-Za-z0-9]", line))
+import torch
+assert torch.cuda.is_available(), "no CUDA device"
+assert all(version(name).split("+")[0] == pins[name] for name in ("torch", "transformers", "trl", "vllm"))
+EOF
+}
+
 if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
-  echo "installing the carried wheels in .whl/ (offline)"
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/gpu-site .whl/*.whl \
-    && export PYTHONPATH="/tmp/gpu-site:$PWD/src${PYTHONPATH:+:$PYTHONPATH}" || echo "installing .whl/ failed"
-  OFFLINE=1
-fi
-if ! "$PY" -c "import torch, transformers, trl, reappraisal; assert torch.cuda.is_available()" 2>/dev/null; then
-  if [ -n "$OFFLINE" ]; then  # nothing can be fetched: say what is missing and stop
-    "$PY" -c "import torch, transformers, trl, reappraisal; assert torch.cuda.is_available(), 'no CUDA device'"
-    exit 1
+  PY=${PYTHON:-python3}
+  echo "installing the carried wheels in .whl/ (offline; not the GPU lock)"
+  if "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/gpu-site .whl/*.whl; then
+    export PYTHONPATH="/tmp/gpu-site:$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+  else
+    echo "installing .whl/ failed"
   fi
-  echo "installing into .venv-gpu (torch 2.13.0 with CUDA, requirements.lock, this package)"
-  [ -x .venv-gpu/bin/python ] || "$PY" -m venv .venv-gpu
+  # nothing can be fetched: say what is missing and stop
+  "$PY" -c "import torch, transformers, trl, reappraisal; assert torch.cuda.is_available(), 'no CUDA device'" || exit 1
+elif [ -n "${PYTHON:-}" ] && has_lock "$PYTHON"; then
+  PY=$PYTHON
+  echo "using $PY: it holds $LOCK"
+else
   PY=.venv-gpu/bin/python
-  "$PY" -m pip install -q --upgrade pip
-  "$PY" -m pip install -q "torch==2.13.0" || echo "torch install failed: the benchmark needs torch with CUDA"
-  DS_BUILD_OPS=0 "$PY" -m pip install -q -r requirements.lock || echo "requirements.lock install failed"
-  "$PY" -m pip install -q --no-deps -e . || echo "package install failed"
+  stamp=.venv-gpu/.installed-$(cat "$LOCK" pyproject.toml | sha256sum | cut -c1-16)
+  if [ ! -f "$stamp" ]; then
+    echo "installing $LOCK into .venv-gpu (Python $LOCK_PY)"
+    boot=$(mktemp -d)
+    if ! { python3 -m venv "$boot" && "$boot/bin/pip" install -q uv; }; then
+      echo "cannot install uv from PyPI"
+      exit 1
+    fi
+    UV=$boot/bin/uv
+    rm -rf .venv-gpu
+    if command -v "python$LOCK_PY" >/dev/null; then
+      "$UV" venv -q --python "$(command -v "python$LOCK_PY")" .venv-gpu || exit 1
+    else
+      "$UV" venv -q --python "$LOCK_PY" .venv-gpu || exit 1  # uv fetches its own CPython of that version
+    fi
+    # The lock is complete (every dependency pinned): nothing else is resolved. DeepSpeed compiles no kernels
+    # at install time (they are JIT-built on the GPU).
+    DS_BUILD_OPS=0 "$UV" pip install -q --python "$PY" --no-deps -r "$LOCK" || { echo "$LOCK did not install"; exit 1; }
+    "$UV" pip install -q --python "$PY" --no-deps -e . || { echo "the package did not install"; exit 1; }
+    rm -rf "$boot"
+    touch "$stamp"
+  fi
+  has_lock "$PY" || echo "warning: .venv-gpu does not run the lock's torch/vllm with CUDA; the parts will say what failed"
 fi
-if [ -z "$OFFLINE" ] && ! "$PY" -c "import vllm" 2>/dev/null; then
-  # TRL 1.16 wants vLLM >=0.22,<=0.31; keep the pinned torch or go without vLLM.
-  "$PY" -m pip install -q "vllm>=0.22,<=0.31" "torch==2.13.0" \
-    || echo "vLLM does not install beside torch 2.13.0 here: its parts will be reported as skipped"
-fi
-timeout $((BUDGET_S + 60)) "$PY" benchmarks/gpu/bench_gpu.py --out "$OUT" --budget-s "$BUDGET_S"
+
+# shellcheck disable=SC2086  # PARTS is a list of part names, split on purpose
+timeout 480 "$PY" benchmarks/gpu/bench_gpu.py --out "$OUT" --budget-s "$BUDGET_S" --stop-s "$STOP_S" --only $PARTS
