@@ -123,7 +123,7 @@ def row_flags(df: pd.DataFrame) -> list[str]:
     """``arm vs opponent: flag`` for each row with a run-effect flag."""
     if "run_effect_flag" not in df.columns:
         return []
-    return [f"{r.get('arm', '')} vs {r.get('opponent', '')}: {f}" for r in df.to_dict("records")
+    return [f"{r['arm']} vs {r['opponent']}: {f}" for r in df.to_dict("records")
             if isinstance(f := r.get("run_effect_flag"), str) and f]
 
 
