@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv and install the pinned environment (idempotent, offline-safe
-# apart from package registries). torch==2.13.0 is the CPU build on CI
-# machines; on a GPU cluster the same pin pulls the CUDA build.
+# apart from package registries) from requirements.lock: torch 2.13.0 is its CPU
+# build. A GPU cluster installs requirements-gpu.lock instead (docs/paper.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
