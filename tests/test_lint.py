@@ -48,6 +48,6 @@ def test_nothing_at_the_root_that_the_project_does_not_use():
     tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
     root = {Path(p).parts[0] for p in tracked}
     expected = {"README.md", "Snakefile", "benchmarks", "claims.yaml", "config.yaml", "data", "docs", "dvc.yaml",
-                "envs", "pyproject.toml", "requirements.lock", "results", "scripts", "src", "tests", "workflow",
+                "envs", "pyproject.toml", "requirements.lock", "requirements-gpu.lock", "results", "scripts", "src", "tests", "workflow",
                 ".ci", ".gitignore", ".dvcignore", ".dvc", "CITATION.cff", "LICENSE"}
     assert root <= expected, f"unexpected files at the root: {sorted(root - expected)}"
