@@ -209,6 +209,18 @@ def _gold_panels(logs: Mapping[str, pd.DataFrame], *, max_columns: int, row_heig
     return arms, fig, axes
 
 
+def _finish_panels(fig, axes, used: int, handles: Mapping[str, object], *, name: str, title: str,
+                   top: float = 1.06) -> str:
+    """A grid of per-arm panels finished alike: unused panels hidden, one legend and the title above, as SVG."""
+    for ax in list(axes.flat)[used:]:
+        ax.set_visible(False)
+    fig.legend(list(handles.values()), list(handles), frameon=False, fontsize=7.5, ncol=len(handles),
+               loc="upper right", bbox_to_anchor=(1.0, top))
+    fig.suptitle(title, fontsize=9.5, x=0.01, ha="left", y=top)
+    fig.tight_layout()
+    return to_svg(fig, name, title)
+
+
 def gold_proxy_curves(logs: Mapping[str, pd.DataFrame], *, name: str, title: str) -> str:
     """Gao et al.'s picture, one panel per arm: the gold scorer's mean quality of the completions and each proxy
     the arm is optimised against, per optimizer step (faint: each step; solid: running mean over about an eighth
@@ -244,13 +256,7 @@ def gold_proxy_curves(logs: Mapping[str, pd.DataFrame], *, name: str, title: str
         ax.set_ylabel("z units", fontsize=7.5)
         ax.set_title(arm, fontsize=8.5, loc="left")
         ax.tick_params(labelsize=7.5)
-    for ax in list(axes.flat)[len(arms):]:
-        ax.set_visible(False)
-    fig.legend(list(legend.values()), list(legend), frameon=False, fontsize=7.5, ncol=len(legend), loc="upper right",
-               bbox_to_anchor=(1.0, 1.06))
-    fig.suptitle(title, fontsize=9.5, x=0.01, ha="left", y=1.06)
-    fig.tight_layout()
-    return to_svg(fig, name, title)
+    return _finish_panels(fig, axes, len(arms), legend, name=name, title=title, top=1.06)
 
 
 def gold_proxy_against_kl(logs: Mapping[str, pd.DataFrame], *, name: str, title: str) -> str:
@@ -283,13 +289,7 @@ def gold_proxy_against_kl(logs: Mapping[str, pd.DataFrame], *, name: str, title:
         ax.set_ylabel("z units", fontsize=7.5)
         ax.set_title(arm, fontsize=8.5, loc="left")
         ax.tick_params(labelsize=7.5)
-    for ax in list(axes.flat)[len(arms):]:
-        ax.set_visible(False)
-    fig.legend(list(handles.values()), list(handles), frameon=False, fontsize=7.5, ncol=len(handles), loc="upper right",
-               bbox_to_anchor=(1.0, 1.06))
-    fig.suptitle(title, fontsize=9.5, x=0.01, ha="left", y=1.06)
-    fig.tight_layout()
-    return to_svg(fig, name, title)
+    return _finish_panels(fig, axes, len(arms), handles, name=name, title=title, top=1.06)
 
 
 def truth_against_kl(frame: pd.DataFrame, *, name: str, title: str) -> str:
@@ -329,10 +329,4 @@ def truth_against_kl(frame: pd.DataFrame, *, name: str, title: str) -> str:
         ax.set_ylabel("gold gain (z units)", fontsize=7.5)
         ax.set_title(arm, fontsize=8.5, loc="left")
         ax.tick_params(labelsize=7.5)
-    for ax in list(axes.flat)[len(arms):]:
-        ax.set_visible(False)
-    fig.legend(list(handles.values()), list(handles), frameon=False, fontsize=7.5, ncol=len(handles), loc="upper right",
-               bbox_to_anchor=(1.0, 1.08))
-    fig.suptitle(title, fontsize=9.5, x=0.01, ha="left", y=1.08)
-    fig.tight_layout()
-    return to_svg(fig, name, title)
+    return _finish_panels(fig, axes, len(arms), handles, name=name, title=title, top=1.08)
