@@ -17,7 +17,10 @@ TRAIN = {v.vignette_id: v for v in gen.TRAIN_VIGNETTES}
 
 
 def degenerate_catalogue(v: gen.Vignette) -> dict[str, str]:
-    """Texts that game a countable gold: each must read below the scenario's median human reappraisal."""
+    """Texts that game a countable gold or say the wrong thing in the world's own phrases: each must read below the
+    scenario's median human reappraisal."""
+    other = TRAIN["v02" if v.vignette_id == "v01" else "v01"]
+    alt, alt2 = v.specific_alts[0], v.specific_alts[1]
     words = gen.tokens(v.text)
     random.Random(v.vignette_id).shuffle(words)
     kw = list(v.keywords)
@@ -37,6 +40,18 @@ def degenerate_catalogue(v: gen.Vignette) -> dict[str, str]:
         "the empty string": "",
         "all caps": (good_sentences[0] + " You can talk about it calmly when you are ready.").upper(),
         "dismissive": f"Just ignore it. Forget about it and move on, {v.name} is not a big deal.",
+        "blame of the person": f"Maybe {v.name} {alt}, but it is your own fault. You overreacted and you are too "
+                               f"sensitive.",
+        "a denial of their worth": f"Maybe {v.name} {alt2} because you are not important to them. You can remind "
+                                   f"yourself that you are not worth the trouble.",
+        "belittling their work": f"Perhaps {v.name} {alt} because your work was not good enough, and you can accept "
+                                 f"that your effort was mediocre.",
+        "a confirmation of their fear": f"Perhaps {v.name} {alt} because they really meant to hurt you. They do not "
+                                        f"care about you at all.",
+        "a reading about another scenario": f"Maybe {other.name} {other.specific_alts[0]}, which says more about a "
+                                            f"hard moment than about you. You can ask about it calmly when you are "
+                                            f"ready.",
+        "a negated reading": f"It is not possible that {v.name} {alt}. There is no way that maybe {v.name} {alt2}.",
     }
 
 
@@ -57,6 +72,33 @@ def test_a_sensible_reappraisal_beats_the_human_median_and_its_degenerate_varian
     q_good = gold_quality(good, v.text)
     assert q_good > human_gold_quantiles(vignette_id)[0.5]
     assert q_good > max(gold_quality(t, v.text) for t in degenerate_catalogue(v).values()) + 1.0
+
+
+def test_benign_uses_of_harsh_words_are_not_punished():
+    v = TRAIN["v01"]
+    for text in ("It could be that Jordan handled it poorly, which would not mean your friendship is worthless.",
+                 "Moments like this are hard for anyone who cares about the people in their life.",
+                 "It is not possible that Jordan meant to hurt you; you do not deserve this.",
+                 "Their silence doesn't mean they are leaving you, and it is not your fault."):
+        reading = gold_reading(text, v.text)
+        assert (reading.hostility, reading.harm, reading.dismissive) == (0.0, 0.0, 0.0), text
+    # the same words, meant: an insult, a dismissal, a confirmation of the fear
+    assert gold_reading("Your friendship is worthless.", v.text).hostility > 0
+    assert gold_reading("Who cares about Jordan?", v.text).dismissive > 0
+    assert gold_reading("Maybe Jordan meant to hurt you.", v.text).harm > 0
+    # a clause that runs the person down, rules a reading out or reads another scenario earns no alternative
+    assert gold_reading("Maybe Jordan mixed up the date of the birthday dinner.", v.text).alternative > 0.9
+    for text in ("Maybe Jordan mixed up the date because you are not important to them.",
+                 "It is not possible that Jordan mixed up the date of the birthday dinner.",
+                 "Maybe Priya mixed up the date of the birthday dinner."):
+        assert gold_reading(text, v.text).alternative == 0.0, text
+
+
+def test_every_gpt4_reference_reads_without_hostility_harm_or_dismissal():
+    for v in gen.TRAIN_VIGNETTES:
+        for text in v.gpt4:
+            reading = gold_reading(text, v.text)
+            assert (reading.hostility, reading.harm, reading.dismissive, reading.off_scenario) == (0, 0, 0, 0), text
 
 
 def test_the_components_interact_rather_than_add():

@@ -43,7 +43,7 @@ import yaml
 from reappraisal.atomic import atomic_path
 from reappraisal.data.demo_quality import WEIGHTS as QUALITY_WEIGHTS
 from reappraisal.data.demo_quality import PROFILE_SHARES, PROFILE_WEIGHTS, PROFILES, profile_raws
-from reappraisal.data.demo_quality import FluencyModel, QualityReading, Scenario, read_quality
+from reappraisal.data.demo_quality import FUNCTION_WORDS, FluencyModel, QualityReading, Scenario, read_quality
 from reappraisal.markdown_templates import markdown_environment
 
 DEFAULT_SEED = 20250101
@@ -220,10 +220,23 @@ def fluency_model() -> FluencyModel:
 
 
 def scenario_of(v: Vignette) -> Scenario:
-    """The world's view of one of its scenarios: its text, keywords and people (the name and the reference)."""
+    """The world's view of one of its scenarios: its text, keywords and people (the name and the reference), and
+    the names of the people of its other scenarios."""
     people = tuple(dict.fromkeys(w for w in tokens(f"{v.name} {v.opp_ref}") if w != "s"))
     keywords = v.keywords or tuple(w for w in tokens(v.text) if len(w) >= 4)
-    return Scenario(text=v.text, keywords=tuple(keywords), people=people)
+    return Scenario(text=v.text, keywords=tuple(keywords), people=people,
+                    other_people=tuple(n for n in world_names() if n not in people))
+
+
+_NAME = re.compile(r"\b[A-Z][a-z]+\b")
+
+
+@lru_cache(maxsize=1)
+def world_names() -> tuple[str, ...]:
+    """Lower-case names of the people of every scenario (train and OOD): the capitalized words of each scenario's
+    name and reference ("Jordan", "Professor Lind"; not "Your" of "your grandmother")."""
+    found = (m.lower() for v in TRAIN_VIGNETTES + OOD_VIGNETTES for m in _NAME.findall(f"{v.name} {v.opp_ref}"))
+    return tuple(dict.fromkeys(n for n in found if n not in FUNCTION_WORDS))
 
 
 def raw_quality(text: str, v: Vignette) -> float:

@@ -57,6 +57,7 @@ from .demo_generator import (
     quality_standardization,
     scenario_of,
     tokens,
+    world_names,
 )
 from .demo_quality import QualityReading, Scenario, profile_raws, read_quality
 
@@ -90,8 +91,9 @@ def world_scenario(scenario: str) -> Scenario:
     """The world's view of a scenario text: the generator's own, or one read off any other text.
 
     For a text of your own the keywords are its content words (≥ 4 letters, no
-    function words) and its people are its capitalized words that do not open
-    a sentence (other than "I").
+    function words), its people are its capitalized words that do not open
+    a sentence (other than "I"), and the names of the people of the world's
+    scenarios it does not name are other scenarios' people.
     """
     known = _known_scenarios().get(_norm(scenario))
     if known is not None:
@@ -101,7 +103,8 @@ def world_scenario(scenario: str) -> Scenario:
         if len(w) >= _MIN_KEYWORD_LENGTH and w not in _STOPWORDS and not w.isdigit():
             seen.setdefault(w, None)
     people = tuple(dict.fromkeys(m.lower() for m in _NAME.findall(scenario) if m != "I"))
-    return Scenario(text=scenario, keywords=tuple(seen), people=people)
+    return Scenario(text=scenario, keywords=tuple(seen), people=people,
+                    other_people=tuple(n for n in world_names() if n not in people))
 
 
 @lru_cache(maxsize=4)

@@ -48,6 +48,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
 
+from .demo_meaning import HEDGES, dismissals, foreign_names, harms, hedge_at, opens_reading, unnegated_words
+
 _WORD = re.compile(r"[a-z0-9]+")
 _CLAUSE = re.compile(r"[.!?;:\n]+")
 _LETTER = re.compile(r"[A-Za-z]")
@@ -62,16 +64,11 @@ FUNCTION_WORDS = frozenset(
     until up very was we were what when where which while who why will with would you your yours yourself""".split()
 )
 SECOND_PERSON = frozenset({"you", "your", "yours", "yourself"})
-#: Words that open an alternative reading; two-word hedges are matched as phrases.
-HEDGES = frozenset({"maybe", "perhaps", "possibly", "might", "probably"})
-HEDGE_PHRASES = ("could be that", "possible that", "may have", "might have", "there may be", "may be")
 AGENT_PRONOUNS = frozenset({"they", "he", "she", "their", "them", "him", "her", "his", "someone", "person"})
 HOSTILE = frozenset(
     """worthless stupid idiot idiots pathetic loser losers hate hates hated ugly useless dumb fool fools selfish liar
     disgusting deserve deserved deserves shut failure""".split()
 )
-DISMISSIVE_PHRASES = ("just ignore", "ignore it", "forget about it", "not a big deal", "get over it", "move on",
-                      "stop being", "who cares", "does not matter", "doesn t matter", "whatever")
 
 LENGTH_OPTIMUM = (18, 48)  # words: the interior optimum of the length factor
 WORDS_PER_SENTENCE = 28  # a clause longer than this counts as several sentences
@@ -82,7 +79,7 @@ FLUENCY_SCALE = 0.3
 #: Weights of the earning part (all inside fluent clauses) and of the penalties.
 WEIGHTS = {
     "base": 0.35, "address": 0.55, "alternative": 1.35, "relevance": 0.8,
-    "hostility": 2.4, "dismissive": 0.9, "repetition": 3.0, "sentences": 0.35, "copy": 2.5, "shouting": 1.5,
+    "hostility": 2.4, "harm": 2.4, "off_scenario": 1.2, "dismissive": 0.9, "repetition": 3.0, "sentences": 0.35, "copy": 2.5, "shouting": 1.5,
     "empty": 1.0,
 }
 
@@ -107,7 +104,12 @@ def words(text: str) -> list[str]:
 
 def clauses(text: str) -> list[list[str]]:
     """The text's clauses (split at ``.!?;:`` and line breaks) as word lists; empty clauses dropped."""
-    return [w for w in (words(c) for c in _CLAUSE.split(text or "")) if w]
+    return [w for _, w in _raw_clauses(text)]
+
+
+def _raw_clauses(text: str) -> list[tuple[str, list[str]]]:
+    """(the clause as written, its words) of every clause with words."""
+    return [(c, w) for c, w in ((c, words(c)) for c in _CLAUSE.split(text or "")) if w]
 
 
 def sentence_count(text: str) -> int:
@@ -159,6 +161,7 @@ class Scenario:
     text: str
     keywords: tuple[str, ...]
     people: tuple[str, ...]
+    other_people: tuple[str, ...] = ()  # names of the people of the world's other scenarios
 
 
 @dataclass(frozen=True)
@@ -173,9 +176,11 @@ class QualityReading:
     relevance: float
     length_factor: float
     hostility: float
+    harm: float  # readings that blame the person, deny their worth or confirm their fear
     dismissive: float
     repetition: float
     copy: float
+    off_scenario: float  # names of another scenario's people in clauses that name none of this one's
     shouting: float
     raw: float
 
@@ -183,25 +188,12 @@ class QualityReading:
         return asdict(self)
 
 
-def _has_hedge(clause: Sequence[str]) -> int | None:
-    """Index after the first hedge in the clause (None without one)."""
-    for i, w in enumerate(clause):
-        if w in HEDGES:
-            return i + 1
-    joined = " ".join(clause)
-    for phrase in HEDGE_PHRASES:
-        k = joined.find(phrase)
-        if k >= 0 and (k == 0 or joined[k - 1] == " "):
-            return len(joined[: k + len(phrase)].split())
-    return None
-
-
 def _alternative_strength(clause: Sequence[str], scenario: Scenario) -> float:
     """0..1: a hedge followed by a reading of someone in the scenario (named or a pronoun) with content words."""
-    start = _has_hedge(clause)
-    if start is None:
+    at = hedge_at(clause)
+    if at is None:
         return 0.0
-    rest = clause[start:]
+    rest = clause[at[1]:]
     if len(rest) < 4:
         return 0.0
     agent = any(w in AGENT_PRONOUNS or w in scenario.people for w in rest)
@@ -210,6 +202,13 @@ def _alternative_strength(clause: Sequence[str], scenario: Scenario) -> float:
         return 0.0
     specific = len({w for w in rest if w in scenario.keywords and w not in scenario.people})
     return 0.6 + 0.4 * min(1.0, specific / 2.0)
+
+
+def _reads_this_scenario_kindly(raw_clause: str, scenario: Scenario) -> bool:
+    """Whether a clause's reading may count as an alternative: its hedge is not negated, it runs nobody down and
+    it is about this scenario (:mod:`.demo_meaning`)."""
+    return (opens_reading(raw_clause) and not any(harms(raw_clause).values())
+            and foreign_names(raw_clause, scenario.people, scenario.other_people) == 0)
 
 
 def _length_factor(n_words: int) -> float:
@@ -223,25 +222,22 @@ def _length_factor(n_words: int) -> float:
     return 1.0
 
 
-def _phrase_count(text: str, phrases: Sequence[str]) -> int:
-    joined = " " + " ".join(words(text)) + " "
-    return sum(joined.count(" " + p + " ") for p in phrases)
-
-
 def read_quality(text: str, scenario: Scenario, fluency_model: FluencyModel) -> QualityReading:
     """The components of ``text``'s quality as a reappraisal of ``scenario`` and the raw quality they make."""
     text = text or ""
-    parts = clauses(text)
+    raw_parts = _raw_clauses(text)
+    parts = [c for _, c in raw_parts]
     all_words = [w for c in parts for w in c]
     n_words = len(all_words)
     n_sentences = sentence_count(text)
     if n_words == 0:
-        return QualityReading(0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -WEIGHTS["empty"])
+        return QualityReading(0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -WEIGHTS["empty"])
 
     flu = [fluency_model.fluency(c) for c in parts]
     fluency = sum(f * len(c) for f, c in zip(flu, parts)) / n_words
     address = max((f for f, c in zip(flu, parts) if any(x in SECOND_PERSON for x in c)), default=0.0)
-    alternatives = sorted((f * _alternative_strength(c, scenario) for f, c in zip(flu, parts)), reverse=True)
+    alternatives = sorted((f * _alternative_strength(c, scenario) if _reads_this_scenario_kindly(raw, scenario)
+                           else 0.0 for f, (raw, c) in zip(flu, raw_parts)), reverse=True)
     alternative = (alternatives[0] + 0.3 * (alternatives[1] if len(alternatives) > 1 else 0.0)) if alternatives else 0.0
     seen_keywords: dict[str, float] = {}
     for f, c in zip(flu, parts):
@@ -251,8 +247,11 @@ def read_quality(text: str, scenario: Scenario, fluency_model: FluencyModel) -> 
     relevance = 1.0 - math.exp(-sum(seen_keywords.values()) / 1.5)
     length_factor = _length_factor(n_words)
 
-    hostility = 1.0 - math.exp(-sum(1 for x in all_words if x in HOSTILE))
-    dismissive = min(1.0, _phrase_count(text, DISMISSIVE_PHRASES) / 2.0)
+    hostility = 1.0 - math.exp(-unnegated_words(text, HOSTILE))
+    harm = 1.0 - math.exp(-sum(harms(text).values()))
+    dismissive = min(1.0, dismissals(text) / 2.0)
+    off_scenario = 1.0 - math.exp(-sum(foreign_names(raw, scenario.people, scenario.other_people)
+                                       for raw, _ in raw_parts))
     content = [x for x in all_words if x not in FUNCTION_WORDS]
     repetition = (1.0 - len(set(content)) / len(content)) if len(content) >= 4 else 0.0
     scenario_trigrams = set(_trigrams(words(scenario.text)))
@@ -264,7 +263,8 @@ def read_quality(text: str, scenario: Scenario, fluency_model: FluencyModel) -> 
 
     components = dict(n_words=n_words, n_sentences=n_sentences, fluency=fluency, address=address,
                       alternative=alternative, relevance=relevance, length_factor=length_factor, hostility=hostility,
-                      dismissive=dismissive, repetition=repetition, copy=copy, shouting=shouting)
+                      harm=harm, dismissive=dismissive, repetition=repetition, copy=copy, off_scenario=off_scenario,
+                      shouting=shouting)
     return QualityReading(**components, raw=combine(QualityReading(**components, raw=0.0), WEIGHTS))
 
 
@@ -276,7 +276,8 @@ def combine(reading: QualityReading, weights: dict) -> float:
     earning = w["base"] + w["address"] * reading.address + w["alternative"] * reading.alternative \
         + w["relevance"] * reading.relevance
     return (reading.fluency * reading.length_factor * earning * (1.0 - reading.shouting)
-            - w["hostility"] * reading.hostility - w["dismissive"] * reading.dismissive
+            - w["hostility"] * reading.hostility - w["harm"] * reading.harm - w["dismissive"] * reading.dismissive
+            - w["off_scenario"] * reading.off_scenario
             - w["repetition"] * max(0.0, reading.repetition - 0.25)
             - w["sentences"] * max(0, reading.n_sentences - CONCISE_SENTENCES)
             - w["copy"] * reading.copy - w["shouting"] * reading.shouting)
