@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from reappraisal.import_closure import module_path
-from reappraisal.report.cards_io import gold_health, training_verdict
+from reappraisal.report.cards_io import gold_health, training_verdict, trajectory_fit_row
 from tests.report.browser import ensure_chromium, first_screen, render
 from tests.workflow_utils import imported_package_modules
 
@@ -124,11 +124,14 @@ def test_model_cards_are_regenerated_from_the_artifacts(demo_run):
     card = (demo_run / "results/grm/README.md").read_text()
     final = grm["models"][grm["headline_model"]]
     assert f"{final['accuracy']['accuracy']:.4f}" in card and grm["statement"] in card
+    fits = pd.read_csv(demo_run / "results/summary/tables/trajectory_fit.csv")
     for arm in POLICIES:
         health = json.loads((demo_run / f"results/policy/{arm}/health.json").read_text())
         card = (demo_run / f"results/policy/{arm}/README.md").read_text()
         assert f"# Reappraisal policy, arm `{arm}`" in card
-        gold = gold_health(pd.read_csv(demo_run / f"results/policy/{arm}/training_log.csv"))
+        fit = trajectory_fit_row(fits, arm)  # the truths along training, where the arm kept checkpoints
+        gold = gold_health(pd.read_csv(demo_run / f"results/policy/{arm}/training_log.csv"), fit)
+        assert (gold["source"] == "truths") == (fit is not None)
         verdict = training_verdict(health, gold)  # the record's, unless gold fell from its peak beyond noise
         assert f"### Training health: **{verdict}**" in card
         if gold and gold["fell"]:

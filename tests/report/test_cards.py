@@ -11,7 +11,7 @@ import pytest
 
 from reappraisal.errors import PipelineInputError
 from reappraisal.report.cards_io import CardInputs, claims_about, policy_card
-from reappraisal.report.inputs import parse_manifest
+from reappraisal.report.inputs import SummaryTable, parse_manifest
 from tests.report.summary_fixture import manifest
 
 POLICY = {"arms": {"committee": {"w_rm": 0.5, "w_grm": 0.5}}, "lam": 0.5, "learning_rate": 8e-6, "beta": 0.04, "num_generations": 12,
@@ -108,6 +108,36 @@ def test_a_run_whose_gold_fell_beyond_noise_is_not_called_healthy(tmp_path, monk
     log.assign(gold=-0.35 + rng.normal(0, 0.05, 80)).to_csv(log_path, index=False)
     card = policy_card(CardInputs(parse_manifest(m), {"preset": "demo", "policy": POLICY}), "committee")
     assert "### Training health: **healthy**" in card and "is within 2 standard errors" in card
+
+
+def test_on_the_demo_the_truths_along_training_decide_whether_gold_fell(tmp_path, monkeypatch):
+    """An arm with checkpoints drawn fresh (the ``trajectory_fit`` table) is judged by those truths, not by the log's
+    noisy per-step gold: a drop of more than 3 standard errors is "gold fell" though the log's gold only wobbles,
+    and a drop within noise keeps "healthy" though the log's gold fell."""
+    monkeypatch.chdir(tmp_path)
+    m = manifest(Path("."))
+    log_path = tmp_path / "results/policy/committee/training_log.csv"
+    rng = np.random.default_rng(4)
+    t = np.linspace(0, 1, 80)
+    log = pd.DataFrame({"step": np.arange(1, 81), "reward": rng.normal(-0.4, 0.02, 80), "kl": 0.02 * t,
+                        "rm_score": 0.2 * t, "grm_score": 0.45 + 0.1 * t, "gold": -0.35 + rng.normal(0, 0.05, 80)})
+    log.to_csv(log_path, index=False)
+    fit = {"arm": "committee", "best_step": 20, "best_truth": 0.53, "last_truth": 0.46, "gold_drop": 0.12,
+           "gold_drop_se": 0.02}
+
+    def card_with(fit_row):
+        inputs = CardInputs(parse_manifest(m), {"preset": "demo", "policy": POLICY})
+        inputs.tables["trajectory_fit"] = SummaryTable("trajectory_fit", "Gold along training", "", None,
+                                                       log_path, pd.DataFrame([fit_row]), {})
+        return policy_card(inputs, "committee")
+
+    card = card_with(fit)
+    flat = " ".join(card.split())
+    assert "### Training health: **gold fell from its peak**" in card
+    assert "fresh answers drawn at the kept checkpoints" in flat and "0.1200" in flat and "more than 3 standard" in flat
+    log.assign(gold=-0.35 - 0.3 * np.clip(t - 0.25, 0, None) + rng.normal(0, 0.05, 80)).to_csv(log_path, index=False)
+    card = card_with(fit | {"gold_drop": 0.03})
+    assert "### Training health: **healthy**" in card and "is within 3 standard errors" in " ".join(card.split())
 
 
 def _reward_metrics() -> dict:

@@ -16,6 +16,7 @@ stage write inside it. It is written beside it, to ``results/grm/``.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -28,6 +29,7 @@ from ..file_hashes import sha256_file
 from ..markdown_templates import markdown_environment, write_markdown
 from ..params import parse_params
 from ..summary.overoptimization import GOLD_DROP_SES, WINDOW as GOLD_WINDOW, gold_trajectory
+from ..summary.trajectory import DROP_SES as TRUTH_DROP_SES
 from .formatting import DEMO_BANNER, fmt, fmt_interval, git_commit
 from .inputs import Artifact, parse_manifest, read_claims, read_csv, read_json, read_tables_index
 from .model_index import ensemble_index, front_matter, grm_index, policy_index
@@ -162,16 +164,37 @@ def grm_card(inp: CardInputs, grm_dir: Path) -> str:
     return _environment().get_template("card_grm.md.j2").render(**ctx)
 
 
-def gold_health(log: pd.DataFrame | None) -> dict[str, Any] | None:
-    """Gold along training for the card, from the log's gold column (the demo's; None without one): its running
-    means over :data:`GOLD_WINDOW` steps at the peak and at the end, the drop and its standard error, and whether
-    it fell beyond that noise (:class:`~reappraisal.summary.overoptimization.GoldTrajectory`)."""
+def gold_health(log: pd.DataFrame | None, fit: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """Gold along training for the card. From the truths when the arm has a ``trajectory_fit`` row (the demo's
+    fresh draws at kept checkpoints, :mod:`reappraisal.summary.trajectory`): the best checkpoint's and the last
+    one's mean gold, the drop and its standard error, and whether it fell by more than
+    :data:`TRUTH_DROP_SES` of them. Otherwise from the log's gold column (the demo's; None without one): its
+    running means over :data:`GOLD_WINDOW` steps at the peak and at the end
+    (:class:`~reappraisal.summary.overoptimization.GoldTrajectory`)."""
+    if fit is not None and _finite(fit.get("gold_drop")) and _finite(fit.get("gold_drop_se")):
+        drop, se = float(fit["gold_drop"]), float(fit["gold_drop_se"])
+        return {"source": "truths", "peak_step": int(fit["best_step"]), "drop": drop, "drop_se": se,
+                "best_truth": fit.get("best_truth"), "last_truth": fit.get("last_truth"), "ses": TRUTH_DROP_SES,
+                "fell": bool(se > 0 and drop > TRUTH_DROP_SES * se)}
     try:
         g = gold_trajectory(log, GOLD_WINDOW) if log is not None else None
     except ValueError:
         return None
-    return g and {"peak": g.peak, "peak_step": g.peak_step, "last": g.last, "drop": g.drop, "drop_se": g.drop_se,
-                  "window": g.window, "ses": GOLD_DROP_SES, "fell": g.fell}
+    return g and {"source": "log", "peak": g.peak, "peak_step": g.peak_step, "last": g.last, "drop": g.drop,
+                  "drop_se": g.drop_se, "window": g.window, "ses": GOLD_DROP_SES, "fell": g.fell}
+
+
+def _finite(x: Any) -> bool:
+    try:
+        return x is not None and math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def trajectory_fit_row(frame: pd.DataFrame | None, arm: str) -> dict[str, Any] | None:
+    """The arm's row of the ``trajectory_fit`` table (None without one)."""
+    rows = _rows(frame, arm=arm) if frame is not None and "arm" in frame.columns else []
+    return rows[0] if rows else None
 
 
 def training_verdict(health: Mapping[str, Any], gold: Mapping[str, Any] | None) -> str:
@@ -191,7 +214,7 @@ def policy_card(inp: CardInputs, arm: str) -> str:
     log = inp.logs.get(arm)
     first = log.iloc[0].to_dict() if log is not None and not log.empty else {}
     last = log.iloc[-1].to_dict() if log is not None and not log.empty else {}
-    gold = gold_health(log)
+    gold = gold_health(log, trajectory_fit_row(inp.frame("trajectory_fit"), arm))
     headline = _rows(inp.frame("headline"), arm=arm)
     base = (inp.cfg.get("base_models") or {}).get("policy_base")
     meta = {"library_name": "transformers", "pipeline_tag": "text-generation", "base_model": base,
