@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import reappraisal  # noqa: F401  (before any test computes: pins torch's CPU numerics)
+from tests.fake_vllm import fake_vllm  # noqa: F401  (the stand-in for vLLM of the tests of its paths)
 from tests.workflow_utils import IMPORT_PROBE_ENV, PYTHON, env_with_venv, make_clean_copy, run_snakemake
 
 

@@ -1,23 +1,17 @@
 """The paper preset's GRPO decodes through TRL's vLLM colocate path, proven on the CPU with a stand-in for vLLM.
 
-A fake ``vllm`` module (in ``sys.modules``, so TRL's ``is_vllm_available`` sees it; its ``LLM`` records
-every call and returns fixed completions) replaces the engine at the lowest seam TRL touches:
-``vllm.LLM(...)`` in ``VLLMGeneration._init_vllm``, ``SamplingParams``, ``LLM.generate``, the weight sync
-through ``llm.llm_engine.model_executor.driver_worker.model_runner.model.load_weights`` and
-``reset_prefix_cache``, ``sleep``/``wake_up`` with sleep mode. Everything above that seam is TRL's and the
-project's own code: ``train_policy`` with the paper preset's ``policy.vllm`` section, ``GRPOTrainer``,
-the project's ``_generate_single_turn`` override (which must hand over to TRL), the committee reward.
-What the fake cannot show: vLLM's own engine (CUDA, NCCL, its ``external_launcher`` executor).
+A fake ``vllm`` module (:mod:`tests.fake_vllm`: in ``sys.modules``, so TRL's ``is_vllm_available`` sees it;
+its ``LLM`` records every call and returns fixed completions) replaces the engine at the lowest seam TRL
+touches. Everything above that seam is TRL's and the project's own code: ``train_policy`` with the paper
+preset's ``policy.vllm`` section, ``GRPOTrainer``, the project's ``_generate_single_turn`` override (which
+must hand over to TRL), the committee reward. What the fake cannot show: vLLM's own engine (CUDA, NCCL, its
+``external_launcher`` executor). The GRM's RL stage and the evaluation's answers have theirs in
+``tests/grm/test_grm_vllm_path.py`` and ``tests/evaluation/test_vllm_backend.py``.
 """
 
 from __future__ import annotations
 
-import importlib.machinery
 import json
-import os
-import sys
-import types
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -28,6 +22,8 @@ from reappraisal.policy.arms import ArmSpec
 from reappraisal.policy.committee import CommitteeWeights, FormatGate
 from reappraisal.policy.reward_adapter import CommitteeReward
 from reappraisal.policy.train_io import grpo_settings, train_policy
+
+from tests.fake_vllm import FakeLLM
 
 from .fakes import FakeGRM, FakeRM
 
@@ -44,74 +40,6 @@ ANSWERS = [
 
 def paper_vllm() -> dict:
     return load_config(overrides={"preset": "paper"})["policy"]["vllm"]
-
-
-class FakeLLM:
-    """``vllm.LLM``: records its settings and calls, answers ``completions`` in turn with logprob -1 a token."""
-
-    instances: list["FakeLLM"] = []
-    completions: list[list[int]] = []
-
-    def __init__(self, **kwargs):
-        self.kwargs = kwargs
-        self.calls: list[tuple] = []
-        self.loaded: list[str] = []
-        model = SimpleNamespace(load_weights=lambda weights: self.loaded.extend(name for name, _ in weights))
-        self.llm_engine = SimpleNamespace(
-            model_executor=SimpleNamespace(driver_worker=SimpleNamespace(model_runner=SimpleNamespace(model=model))),
-            model_config=SimpleNamespace(max_model_len=4096))
-        FakeLLM.instances.append(self)
-
-    def generate(self, prompts, sampling_params=None, use_tqdm=True):
-        self.calls.append(("generate", len(prompts)))
-        self.prompts = [p["prompt_token_ids"] for p in prompts]
-        self.sampling_params = sampling_params
-        out = []
-        for i, ids in enumerate(self.prompts):
-            tokens = FakeLLM.completions[i % len(FakeLLM.completions)]
-            logprobs = [{t: SimpleNamespace(logprob=-1.0, rank=1)} for t in tokens]
-            out.append(SimpleNamespace(prompt_token_ids=ids,
-                                       outputs=[SimpleNamespace(token_ids=list(tokens), logprobs=logprobs)]))
-        return out
-
-    def reset_prefix_cache(self):
-        self.calls.append(("reset_prefix_cache",))
-
-    def sleep(self, level):
-        self.calls.append(("sleep", level))
-
-    def wake_up(self, tags=None):
-        self.calls.append(("wake_up", tuple(tags or ())))
-
-
-class FakeSamplingParams:
-    def __init__(self, **kwargs):
-        self.kwargs = kwargs
-
-
-@pytest.fixture
-def fake_vllm(monkeypatch):
-    """A ``vllm`` TRL accepts (version 0.30.0, requirements-gpu.lock's), wired into TRL's generation module."""
-    import trl.generation.vllm_generation as vg
-
-    module = types.ModuleType("vllm")
-    module.__spec__ = importlib.machinery.ModuleSpec("vllm", loader=None)  # find_spec("vllm") answers from it
-    module.__version__ = "0.30.0"
-    module.LLM, module.SamplingParams, module.RequestOutput = FakeLLM, FakeSamplingParams, SimpleNamespace
-    sampling = types.ModuleType("vllm.sampling_params")
-    sampling.StructuredOutputsParams = SimpleNamespace
-    module.sampling_params = sampling
-    monkeypatch.setitem(sys.modules, "vllm", module)
-    monkeypatch.setitem(sys.modules, "vllm.sampling_params", sampling)
-    # TRL bound these at import when vLLM was there; here trl was imported before the fake existed.
-    for name, value in (("LLM", FakeLLM), ("SamplingParams", FakeSamplingParams), ("RequestOutput", SimpleNamespace),
-                        ("StructuredOutputsParams", SimpleNamespace)):
-        monkeypatch.setattr(vg, name, value, raising=False)
-    FakeLLM.instances = []
-    environ = dict(os.environ)  # TRL sets RANK, LOCAL_RANK, WORLD_SIZE and MASTER_* for vLLM: put them back
-    yield module
-    os.environ.clear()
-    os.environ.update(environ)
 
 
 @pytest.fixture

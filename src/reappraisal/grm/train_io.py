@@ -7,6 +7,9 @@ short templated rationales written from the human ratings
 (:mod:`reappraisal.grm.traces`). Stage 2, RL with a verifiable reward (TRL
 ``GRPOTrainer``, β > 0): +1 when the final verdict matches the human
 preference, −1 when wrong or unparseable (:mod:`reappraisal.grm.reward`).
+With ``grm.vllm`` on (the paper preset), TRL samples stage 2's replies with
+vLLM, colocated in the training process, as the policy arms do
+(:mod:`reappraisal.training.vllm_colocate`).
 
 Both stages see only train-split pairs (checked against ``targets``), each
 pair in both orders; the templated traces and the RL prompts use only the
@@ -39,6 +42,7 @@ from reappraisal.training.length_parts import in_length_parts
 from reappraisal.training.run import RunResult, export_model, finished_outputs, run_training
 from reappraisal.training.segments import total_seconds
 from reappraisal.training.settings import checkpointing_args, model_dtype, set_cpu_threads, sft_args, use_bf16
+from reappraisal.training.vllm_colocate import vllm_settings
 from reappraisal.training.work_dir import (
     WorkDir,
     fingerprint,
@@ -178,6 +182,8 @@ def run_grpo(sft_dir: Path, items: pd.DataFrame, scenarios: Mapping[str, str], *
         model_init_kwargs={"dtype": model_dtype(common["bf16"])},
         remove_unused_columns=False,
         disable_tqdm=True,
+        # TRL samples the replies with vLLM when grm.vllm is on (the paper preset), as the policy arms do
+        **vllm_settings(cfg["vllm"], max_completion_length=int(g["max_completion_length"])),
     )
     trainer = GRPOTrainer(
         model=str(sft_dir), reward_funcs=[trl_verdict_reward], args=args, train_dataset=data,

@@ -37,6 +37,7 @@ from reappraisal.config import check_kl_beta, with_defaults
 from reappraisal.errors import ConfigError, PipelineInputError
 from reappraisal.training.run import finished_model, run_training
 from reappraisal.training.settings import checkpointing_args, model_dtype, set_cpu_threads, use_bf16
+from reappraisal.training.vllm_colocate import vllm_settings
 from reappraisal.training.work_dir import fingerprint, open_work_dir, remove_stale_temporaries
 
 from .arms import ArmInstance, ArmSpec, arm_instance
@@ -89,31 +90,10 @@ def grpo_settings(policy: Mapping[str, Any], *, seed: int, output_dir: str | Pat
         log_completions=False,
         disable_tqdm=True,
     )
-    if vllm["enabled"]:
-        kwargs.update(vllm_settings(vllm, max_completion_length=int(policy["max_completion_length"])))
+    # TRL's vLLM generation when policy.vllm is on; the project's decoder then stands aside
+    # (reappraisal.policy.generation.decoder_applies is false under use_vllm)
+    kwargs.update(vllm_settings(vllm, max_completion_length=int(policy["max_completion_length"])))
     return kwargs
-
-
-#: Tokens of context the colocated engine keeps for the prompt when ``policy.vllm.max_model_length`` is null.
-PROMPT_ROOM = 1024
-
-
-def vllm_settings(vllm: Mapping[str, Any], *, max_completion_length: int) -> dict[str, Any]:
-    """``GRPOConfig``'s vLLM keywords for an enabled ``policy.vllm`` section (schema defaults filled).
-
-    TRL then decodes the completions with vLLM (colocate: an engine inside each training process, its
-    weights synced from the policy every step), not with the project's decoder
-    (:func:`~reappraisal.policy.generation.decoder_applies` is false under ``use_vllm``).
-    """
-    max_model_length = vllm["max_model_length"]
-    return dict(
-        use_vllm=True,
-        vllm_mode=str(vllm["mode"]),
-        vllm_gpu_memory_utilization=float(vllm["gpu_memory_utilization"]),
-        vllm_tensor_parallel_size=int(vllm["tensor_parallel_size"]),
-        vllm_max_model_length=int(max_model_length) if max_model_length is not None else max_completion_length + PROMPT_ROOM,
-        vllm_enable_sleep_mode=bool(vllm["enable_sleep_mode"]),
-    )
 
 
 def check_batch_fits(policy: Mapping[str, Any], n_prompts: int, world_size: int) -> None:
