@@ -14,7 +14,11 @@ batch index)``), so a run is reproducible on the same hardware and versions,
 and two seeds give two independent samples.
 
 :func:`generate_vllm` is the GPU path (vLLM offline ``LLM.chat``); it builds
-the same records. vLLM is an optional dependency of the paper preset.
+the same records, each request sampled with its own seed (``seed + its
+index``: vLLM seeds every request apart, so one seed would repeat a
+scenario's samples). vLLM is installed from ``requirements-gpu.lock``; the
+paper preset generates with it (``evaluation.generation.backend: vllm``),
+every arm's answers and best-of-N's candidates alike.
 """
 
 from __future__ import annotations
@@ -92,11 +96,15 @@ def generate_vllm(model_dir: str, conversations: Sequence[Sequence[Mapping[str, 
     except ImportError:
         from ..errors import ConfigError
 
-        raise ConfigError("the vllm generation backend needs the `vllm` package (add it to envs/train.yaml on "
-                          "a GPU machine) or set evaluation.generation.backend: transformers",
+        raise ConfigError("the vllm generation backend needs the `vllm` package (requirements-gpu.lock and "
+                          "envs/train.yaml install it on a GPU machine) or set evaluation.generation.backend: "
+                          "transformers",
                           where="config evaluation.generation.backend") from None
     llm = LLM(model=str(model_dir), seed=int(seed), **dict(engine_kwargs or {}))
-    outputs = llm.chat([list(c) for c in conversations], SamplingParams(**vllm_sampling_kwargs(decoding, seed)))
+    # One seed per request: vLLM seeds each request's sampler with its own seed, so the same conversation asked
+    # k times (an answer's k samples, best-of-N's N candidates) under one seed would come back k times alike.
+    params = [SamplingParams(**vllm_sampling_kwargs(decoding, seed + i)) for i in range(len(conversations))]
+    outputs = llm.chat([list(c) for c in conversations], params)
     records = []
     for o in outputs:
         best = o.outputs[0]
