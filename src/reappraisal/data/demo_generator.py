@@ -47,6 +47,8 @@ from reappraisal.data.demo_quality import FUNCTION_WORDS, FluencyModel, QualityR
 from reappraisal.markdown_templates import markdown_environment
 
 DEFAULT_SEED = 20250101
+#: The draw whose human reappraisals fix the quality scale of every world (the shipped demo's).
+SCALE_SEED = DEFAULT_SEED
 DATA_ORIGIN = "SYNTHETIC demo data - not from the study"
 
 DIMENSIONS = ("effectiveness", "empathy", "novelty", "specificity")
@@ -458,8 +460,11 @@ def build(seed: int = DEFAULT_SEED) -> dict[str, bytes]:
         [(o["answer_id"], o["vignette_id"], o["model"], o["text"], origin) for o in _opponent_answers()],
     )
 
-    # Latent quality: features + noise, standardized by the human mean and SD.
+    # Latent quality: features + noise, standardized by the human mean and SD of the reference draw (the world's
+    # fixed scale: every world drawn with another seed reads quality on it, so one gold serves every world).
     all_items, readings, raw, (mu, sd) = _latent_raw_quality(humans, gpt4, rng)
+    if seed != SCALE_SEED:
+        mu, sd = quality_standardization(SCALE_SEED)
     by_profile = {it["id"]: (q - mu) / sd for it, q in zip(all_items, raw)}  # per profile, standardized
     quality = {i: round(float(q @ SHARES), 4) + 0.0 for i, q in by_profile.items()}
 

@@ -2,7 +2,9 @@
 
 The demo dataset (:mod:`reappraisal.data.demo_generator`) defines a
 reappraisal's latent quality from its text (:mod:`reappraisal.data.demo_quality`'s
-reading, standardized by the human reappraisals' mean and SD) and
+reading, standardized by the human reappraisals' mean and SD in the reference
+draw, :data:`~.demo_generator.SCALE_SEED`: one fixed scale for every world the
+generator draws) and
 every human rating as a noisy reading of it. That is the "gold reward model"
 of Gao, Schulman & Hilton (2022): this module reads any text with it.
 
@@ -44,6 +46,7 @@ import numpy as np
 from ..errors import ConfigError
 from .demo_generator import (
     DEFAULT_SEED,
+    SCALE_SEED,
     PROFILES,
     SHARES,
     DIMENSION_LOADINGS,
@@ -107,9 +110,10 @@ def world_scenario(scenario: str) -> Scenario:
                     other_people=tuple(n for n in world_names() if n not in people))
 
 
-@lru_cache(maxsize=4)
-def _scale(seed: int) -> tuple[float, float]:
-    return quality_standardization(seed)
+@lru_cache(maxsize=1)
+def _scale() -> tuple[float, float]:
+    """The world's fixed quality scale: each profile's human (mean, SD) in the reference draw (every world's)."""
+    return quality_standardization(SCALE_SEED)
 
 
 def gold_reading(text: str, scenario: str) -> QualityReading:
@@ -117,26 +121,26 @@ def gold_reading(text: str, scenario: str) -> QualityReading:
     return read_quality(text or "", world_scenario(scenario), fluency_model())
 
 
-def profile_qualities(text: str, scenario: str, *, seed: int = DEFAULT_SEED) -> np.ndarray:
+def profile_qualities(text: str, scenario: str) -> np.ndarray:
     """Expected latent quality of ``text`` for ``scenario`` as each rater profile reads it (:data:`PROFILES`
     order; each profile's human mean 0, SD 1)."""
-    mu, sd = _scale(seed)
+    mu, sd = _scale()
     return (np.array(profile_raws(gold_reading(text, scenario))) - mu) / sd
 
 
-def gold_quality(text: str, scenario: str, *, seed: int = DEFAULT_SEED) -> float:
+def gold_quality(text: str, scenario: str) -> float:
     """Expected latent quality of ``text`` as a reappraisal of ``scenario``: the profiles' share-weighted mean
     (human mean 0, SD about 1)."""
-    return float(profile_qualities(text, scenario, seed=seed) @ SHARES)
+    return float(profile_qualities(text, scenario) @ SHARES)
 
 
-def gold_qualities(texts: Sequence[str], scenarios: Sequence[str], *, seed: int = DEFAULT_SEED) -> np.ndarray:
-    return np.array([gold_quality(t, s, seed=seed) for t, s in zip(texts, scenarios)], dtype=np.float64)
+def gold_qualities(texts: Sequence[str], scenarios: Sequence[str]) -> np.ndarray:
+    return np.array([gold_quality(t, s) for t, s in zip(texts, scenarios)], dtype=np.float64)
 
 
-def profile_qualities_of(texts: Sequence[str], scenarios: Sequence[str], *, seed: int = DEFAULT_SEED) -> np.ndarray:
+def profile_qualities_of(texts: Sequence[str], scenarios: Sequence[str]) -> np.ndarray:
     """(texts, profiles): :func:`profile_qualities` of each text."""
-    rows = [profile_qualities(t, s, seed=seed) for t, s in zip(texts, scenarios)]
+    rows = [profile_qualities(t, s) for t, s in zip(texts, scenarios)]
     return np.array(rows, dtype=np.float64).reshape(len(rows), len(PROFILES))
 
 
@@ -224,5 +228,5 @@ def human_gold_quantiles(vignette_id: str, quantiles: Sequence[float] = (0.1, 0.
     texts = {v.vignette_id: v.text for v in TRAIN_VIGNETTES}
     if vignette_id not in texts:
         raise ValueError(f"scenario {vignette_id!r} has no human reappraisals (the generator's: {', '.join(texts)})")
-    golds = [gold_quality(t, texts[vignette_id], seed=seed) for vid, t in human_reappraisals(seed) if vid == vignette_id]
+    golds = [gold_quality(t, texts[vignette_id]) for vid, t in human_reappraisals(seed) if vid == vignette_id]
     return {q: float(np.quantile(golds, q)) for q in quantiles}

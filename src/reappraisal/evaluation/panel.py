@@ -46,10 +46,11 @@ def template_parser(user_template: str) -> re.Pattern:
 
 def panel_fingerprint() -> str:
     """Identity of the rating model (the generator, its texts and the gold module), for the reply cache key."""
-    from ..data import demo_generator, demo_gold, demo_quality
+    from ..data import demo_generator, demo_gold, demo_meaning, demo_quality
 
     digest = hashlib.sha256()
     files = [Path(demo_generator.__file__), Path(demo_gold.__file__), Path(demo_quality.__file__),
+             Path(demo_meaning.__file__),
              *sorted(demo_generator.TEXTS_DIR.glob("*.yaml"))]
     for f in files:
         digest.update(f.name.encode() + b"\0" + f.read_bytes())
