@@ -221,6 +221,10 @@ def test_dvc_metrics_show_the_headline_and_the_verdicts_and_plots_draw_the_train
         assert row["ci_low"] == pytest.approx(r["headline_low"], abs=1e-6)
     ledger = json.loads((demo_run / "results/summary/claims.json").read_text())["claims"]
     assert metrics["claims"] == {c["id"].replace(".", "_"): c["verdict"] for c in ledger}
+    # every training's DVCLive folder (training.report_to: dvclive) holds its last logged step
+    live = yaml.safe_load((demo_run / "dvc.yaml").read_text())["metrics"]
+    shown_live = json.loads(shown.stdout)[""]["data"]
+    assert live and all(shown_live[path]["data"]["step"] >= 1 for path in live), {p: shown_live.get(p) for p in live}
     plots = dvc(demo_run, "plots", "show", "--json")
     assert plots.returncode == 0, plots.stderr
     drawn = json.loads(plots.stdout)["data"]

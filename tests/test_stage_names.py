@@ -5,8 +5,9 @@ file ``workflow/rules/<stage>.smk``, of its config section and of its
 results folder ``results/<stage>/`` (where every output of its rules lies).
 The exceptions are few and listed here: the data stage writes its tables to
 ``data/`` (with its checks in ``results/data/``), the data stage's rules each
-have a section of their own, the report has no settings, and the model cards
-(a report output) are written beside the models they describe.
+have a section of their own, the report has no settings, the model cards
+(a report output) are written beside the models they describe, and what every
+trainer shares is the section of the core package that holds it (``training``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ DATA_RULE_SECTIONS = {"normalize", "split", "leakage"}
 GLOBAL_KEYS = {"preset", "seed", "presets"}
 #: Subpackages of the core layer (tests/test_import_layers.py), not stages.
 CORE_PACKAGES = {"stats", "provenance", "training"}
+#: Config sections of core packages: what every trainer shares (``training.report_to``).
+CORE_SECTIONS = {"training"}
 
 
 def _stage_folders(stage: str) -> tuple[str, ...]:
@@ -62,11 +65,11 @@ def test_packages_and_rule_files_are_the_stages():
 
 def test_config_sections_are_named_after_stages():
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
-    sections = set(schema["properties"]) - GLOBAL_KEYS - DATA_RULE_SECTIONS
-    assert sections == set(STAGES) - {"report"}
+    sections = set(schema["properties"]) - GLOBAL_KEYS - DATA_RULE_SECTIONS - CORE_SECTIONS
+    assert sections == set(STAGES) - {"report"} and CORE_SECTIONS <= set(schema["properties"]) & CORE_PACKAGES
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     used = set(config) | {k for preset in config["presets"].values() for k in preset}
-    assert used - GLOBAL_KEYS - DATA_RULE_SECTIONS <= sections
+    assert used - GLOBAL_KEYS - DATA_RULE_SECTIONS - CORE_SECTIONS <= sections
 
 
 @pytest.fixture(scope="module")

@@ -74,6 +74,25 @@ def test_every_rule_is_a_dvc_stage_with_config_params():
         assert stage["outs"], name
 
 
+def test_every_training_reads_the_reporter_and_dvc_lists_its_dvclive_folder():
+    """Each trainer stage tracks ``training`` (report_to) and each training job's DVCLive folder is a top-level
+    metric and plot of dvc.yaml: every reward seed, the Bradley-Terry model, both GRM stages, the warm start,
+    every policy arm, the demo judge."""
+    doc = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    trainers = {"train_reward_model", "train_bradley_terry", "train_grm", "warm_start_policy", "train_policy",
+                "train_demo_judge"}
+    assert {name for name, s in doc["stages"].items() if "training" in s["params"][0]["config.yaml"]} == trainers
+    arms = {Path(o).parent.name for o in doc["stages"]["train_policy"]["outs"] if o.endswith("training_log.csv")}
+    seeds = {Path(o).name for o in doc["stages"]["train_reward_model"]["outs"]}
+    folders = {m.removesuffix("/metrics.json") for m in doc["metrics"]}
+    assert folders == ({f"dvclive/train_policy/{a}" for a in arms} | {f"dvclive/train_reward_model/{s}" for s in seeds}
+                       | {"dvclive/train_bradley_terry", "dvclive/train_grm/sft", "dvclive/train_grm/grpo",
+                          "dvclive/warm_start_policy", "dvclive/train_demo_judge"})
+    assert [p for p in doc["plots"] if next(iter(p)).startswith("dvclive/")] == [
+        {f"{f}/plots/metrics": {"x": "step"}} for f in sorted(folders)]
+    assert "/dvclive/" in (REPO / ".gitignore").read_text().splitlines()  # no stage's output, never committed
+
+
 def test_data_half_end_to_end_then_dvc_repro_is_consistent(data_pipeline, tmp_path):
     # 1. Snakemake from a clean checkout built the data half (fixture); check its products.
     for rel in ("data/raw/MANIFEST.json", "data/processed/targets.parquet", "data/processed/pairs.parquet", "results/data/leakage.json"):

@@ -34,7 +34,7 @@ from .job_client import SERVER_ENV, receive, send
 #: The libraries the server imports before it accepts a job (what almost every command imports).
 PRELOAD = (
     "numpy", "pandas", "pyarrow.parquet", "scipy.stats", "yaml", "jsonschema", "torch", "transformers",
-    "datasets", "trl",
+    "datasets", "trl", "dvclive",  # every trainer's live metrics (training.report_to: dvclive)
 )
 #: transformers and TRL import their classes lazily, on first attribute access: the ones the commands use.
 PRELOAD_ATTRIBUTES = {

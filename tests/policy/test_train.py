@@ -2,18 +2,25 @@
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from .fakes import FakeGRM, FakeRM
 
 from reappraisal.config import load_config
 from reappraisal.errors import ConfigError, PipelineInputError
 from reappraisal.policy.arms import ArmSpec, parse_arms, resolve_model_dir
 from reappraisal.policy.committee import CommitteeWeights, FormatGate
+from reappraisal.policy.health import LOG_COLUMNS
 from reappraisal.policy.train_io import check_batch_fits, grpo_settings, record_external, train_policy
+from reappraisal.training.tracking import Tracking
+from reappraisal.workflow_dvc import live_entries
+from tests.workflow_utils import REPO, env_with_venv
 
 POLICY = dict(
     learning_rate=1e-4, beta=0.04, num_generations=4, max_completion_length=40, per_device_train_batch_size=8,
@@ -44,6 +51,21 @@ def test_warm_start_gives_well_formed_varied_answers(warm_policy, vignettes):
     gate = FormatGate()
     assert sum(gate.check(a).passed for a in answers) >= 6
     assert len(set(answers)) >= 3
+
+
+def test_the_warm_start_reports_every_steps_loss_to_dvclive(tmp_path, tiny_policy, targets, vignettes, monkeypatch):
+    """The hand-written loop logs through DVCLive itself: a row per step, the loss the summary records."""
+    from reappraisal.policy.warm_start_io import run_warm_start, warm_start_examples
+
+    monkeypatch.chdir(tmp_path)  # no DVC repository here: DVCLive writes its folder and nothing else
+    live = tmp_path / "dvclive" / "warm_start_policy"
+    examples = warm_start_examples(targets, vignettes, seed=0, gate=FormatGate(2, -3.0))
+    summary = run_warm_start(tiny_policy, examples, tmp_path / "warm", steps=3, lr=3e-3, batch_size=4, max_length=128,
+                             seed=0, tracking=Tracking("dvclive", live))
+    loss = pd.read_csv(live / "plots" / "metrics" / "loss.tsv", sep="\t")  # the trainers' name
+    assert list(loss["step"]) == [1, 2, 3] and loss["loss"].iloc[0] == pytest.approx(summary["loss_first"])
+    assert json.loads((live / "metrics.json").read_text())["step"] == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dvclive", "warm"]
 
 
 def test_train_arm_end_to_end(tmp_path, warm_policy, vignettes):
@@ -77,15 +99,32 @@ def test_train_arm_end_to_end(tmp_path, warm_policy, vignettes):
     assert not (out / "checkpoints").exists()
 
 
-def test_gold_is_logged_beside_the_proxy_and_never_enters_the_reward(tmp_path, warm_policy, vignettes):
+def test_gold_is_logged_beside_the_proxy_never_enters_the_reward_and_reaches_dvc_exp_show(tmp_path, warm_policy,
+                                                                                         vignettes, monkeypatch):
+    """Every figure of the training log (committee, guard, gate, gold, KL, loss) reaches DVCLive at every step, in
+    the arm's folder that the generated dvc.yaml names, and `dvc exp show` lists the last step's."""
+    repo, live = _dvc_repo_reading(tmp_path / "repo", "dvclive/train_policy/committee")
+    monkeypatch.chdir(repo)  # where a job runs: DVCLive finds the DVC repository there
     out = tmp_path / "committee"
     train_policy(arm=COMMITTEE, policy=dict(POLICY, gold_scorer="demo_gold"), model_dir=warm_policy,
-                 vignettes=vignettes, out_dir=out, scorers=fakes, seed=0)
+                 vignettes=vignettes, out_dir=out, scorers=fakes, seed=0, tracking=Tracking("dvclive", repo / live))
     log = pd.read_csv(out / "training_log.csv")
     assert log["gold"].notna().all() and log["gold_std"].notna().all()
     assert (log["gold_std"] > 0).any()  # completions differ in planted quality
     # weight 0: the optimized reward is the committee's alone
     assert (log["reward"] - log["committee_reward"]).abs().max() < 1e-6
+    logged = {col: key for col, key in LOG_COLUMNS.items() if log[col].notna().any()}
+    assert {"guard", "gate_pass_rate", "rm_score", "grm_score", "gold", "kl", "loss"} <= set(logged)
+    for col, key in logged.items():  # a row per step, the training log's value
+        steps = pd.read_csv(repo / live / "plots" / "metrics" / f"{key}.tsv", sep="\t")
+        assert list(steps["step"]) == list(log["step"]) and np.allclose(steps.iloc[:, 1], log[col], equal_nan=True), col
+    shown = subprocess.run([sys.executable, "-m", "dvc", "exp", "show", "--json"], cwd=repo, capture_output=True,
+                           text=True, env=env_with_venv())
+    assert shown.returncode == 0, shown.stderr
+    workspace = next(row for row in json.loads(shown.stdout) if row["rev"] == "workspace")
+    last = workspace["data"]["metrics"][f"{live}/metrics.json"]["data"]
+    assert last["step"] == 3 and last["committee"]["guard"] == pytest.approx(log["guard"].iloc[-1])
+    assert last["rewards"]["gold"]["mean"] == pytest.approx(log["gold"].iloc[-1])
     with pytest.raises(ConfigError, match="demo preset only"):
         train_policy(arm=COMMITTEE, policy=dict(POLICY, gold_scorer="demo_gold"), model_dir=warm_policy,
                      vignettes=vignettes, out_dir=tmp_path / "paper", scorers=fakes, seed=0, preset="paper",
@@ -93,6 +132,26 @@ def test_gold_is_logged_beside_the_proxy_and_never_enters_the_reward(tmp_path, w
     # without a gold scorer the column stays empty
     plain = pd.read_csv(_train_plain(tmp_path, warm_policy, vignettes) / "training_log.csv")
     assert "gold" not in plain.columns or plain["gold"].isna().all()
+
+
+def _dvc_repo_reading(repo: Path, live: str) -> tuple[Path, str]:
+    """A git + DVC repository whose dvc.yaml holds the top-level metrics and plots the project's dvc.yaml has for
+    the DVCLive folder ``live`` (nothing else), committed as `dvc exp show` needs."""
+    from dvc.repo import Repo
+
+    doc = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    entries = {"metrics": [m for m in doc["metrics"] if m.startswith(f"{live}/")],
+               "plots": [p for p in doc["plots"] if next(iter(p)).startswith(f"{live}/")]}
+    assert entries == live_entries([live])
+    repo.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    Repo.init(str(repo)).close()
+    (repo / "dvc.yaml").write_text(yaml.safe_dump(entries))
+    (repo / ".gitignore").write_text("/dvclive/\n")  # as the project's
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid"]
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "dvc.yaml"], cwd=repo, check=True)
+    return repo, live
 
 
 def _train_plain(tmp_path, warm_policy, vignettes):

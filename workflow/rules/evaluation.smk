@@ -37,7 +37,7 @@ rule train_demo_judge:
     # on the core the GRM's training leaves free, so calibration never waits at the end
     priority: 15
     params:
-        cfg=lambda w: section_file("evaluation", "data"),
+        cfg=lambda w: section_file("evaluation", "data", "training"),
         base=lambda w: config["base_models"]["judge_base"],
         spec=lambda w: config["evaluation"]["demo_judge"]["spec"],
     log:
@@ -47,7 +47,7 @@ rule train_demo_judge:
     shell:
         "python -m reappraisal train-demo-judge --base-dir {params.base:q} --targets {input.targets}"
         " --vignettes {input.vignettes} --judge {params.spec} --out {output.model}"
-        " --params {params.cfg:q} 2>&1 | tee {log}"
+        " --params {params.cfg:q} --live-dir dvclive/train_demo_judge 2>&1 | tee {log}"
 
 
 rule calibrate_judge:

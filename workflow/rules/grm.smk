@@ -17,7 +17,7 @@ rule train_grm:
     # wait for a core; work that needs no GRM fills the other cores meanwhile.
     priority: 30
     params:
-        cfg=lambda w: section_file("grm", "data"),
+        cfg=lambda w: section_file("grm", "data", "training"),
         base=lambda w: config["base_models"]["grm_base"],
     resources:
         gpu=1,
@@ -28,7 +28,7 @@ rule train_grm:
     shell:
         "python -m reappraisal train-grm --base-model {params.base:q} --pairs {input.pairs} --targets {input.targets}"
         " --vignettes {input.vignettes} --out {output.model} --sft-out {output.sft}"
-        " --params {params.cfg:q} 2>&1 | tee {log}"
+        " --params {params.cfg:q} --live-dir dvclive/train_grm/grpo --sft-live-dir dvclive/train_grm/sft 2>&1 | tee {log}"
 
 
 rule evaluate_grm:

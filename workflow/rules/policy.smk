@@ -17,7 +17,7 @@ rule warm_start_policy:
     # every arm waits for it (and for the reward models): first on the core the GRM leaves free
     priority: 25
     params:
-        cfg=lambda w: section_file("policy"),
+        cfg=lambda w: section_file("policy", "training"),
         base=lambda w: config["base_models"]["policy_base"],
     log:
         "logs/warm_start_policy.log",
@@ -25,7 +25,8 @@ rule warm_start_policy:
         "../../envs/train.yaml"
     shell:
         "python -m reappraisal warm-start-policy --base-dir {params.base:q} --targets {input.targets}"
-        " --vignettes {input.vignettes} --out {output.model} --params {params.cfg:q} 2>&1 | tee {log}"
+        " --vignettes {input.vignettes} --out {output.model} --params {params.cfg:q}"
+        " --live-dir dvclive/warm_start_policy 2>&1 | tee {log}"
 
 
 rule train_policy:
@@ -42,7 +43,7 @@ rule train_policy:
         steps=directory("results/policy/{arm}/steps"),
     priority: 20
     params:
-        cfg=lambda w: section_file("policy", "data", "grm", "reward"),
+        cfg=lambda w: section_file("policy", "data", "grm", "reward", "training"),
         base=lambda w: get_policy_start(),
         launch=lambda w: get_policy_launch(),
         rm_flag=lambda w, input: ("--rm-dirs " + " ".join(input.rm)) if input.rm else "",
@@ -55,7 +56,8 @@ rule train_policy:
     shell:
         "python {params.launch} -m reappraisal train-policy --arm {wildcards.arm} --model-dir {params.base:q}"
         " --vignettes {input.vignettes} --targets {input.targets} {params.rm_flag} {params.grm_flag}"
-        " --out-dir {params.out_dir} --params {params.cfg:q} 2>&1 | tee {log}"
+        " --out-dir {params.out_dir} --params {params.cfg:q} --live-dir dvclive/train_policy/{wildcards.arm}"
+        " 2>&1 | tee {log}"
 
 
 for _arm in POLICY_ARMS:

@@ -14,7 +14,7 @@ rule train_reward_model:
     # every policy arm waits for the reward models: on the core the GRM leaves free, before anything else
     priority: 25
     params:
-        cfg=lambda w: section_file("data", "reward"),
+        cfg=lambda w: section_file("data", "reward", "training"),
         base=lambda w: config["base_models"]["reward_base"],
     resources:
         gpu=1,
@@ -25,7 +25,8 @@ rule train_reward_model:
     shell:
         "python -m reappraisal train-reward-model --base-model {params.base:q} --base-manifest {input.base_manifest}"
         " --targets {input.targets} --vignettes {input.vignettes} --pairs {input.pairs}"
-        " --seed {wildcards.seed} --out {output.model} --params {params.cfg:q} 2>&1 | tee {log}"
+        " --seed {wildcards.seed} --out {output.model} --params {params.cfg:q}"
+        " --live-dir dvclive/train_reward_model/seed{wildcards.seed} 2>&1 | tee {log}"
 
 
 rule train_bradley_terry:
@@ -38,7 +39,7 @@ rule train_bradley_terry:
         model=directory("results/reward/bradley_terry"),
     priority: 25
     params:
-        cfg=lambda w: section_file("data", "reward"),
+        cfg=lambda w: section_file("data", "reward", "training"),
         base=lambda w: config["base_models"]["reward_base"],
     resources:
         gpu=1,
@@ -49,7 +50,7 @@ rule train_bradley_terry:
     shell:
         "python -m reappraisal train-bradley-terry --base-model {params.base:q} --base-manifest {input.base_manifest}"
         " --targets {input.targets} --vignettes {input.vignettes} --pairs {input.pairs}"
-        " --out {output.model} --params {params.cfg:q} 2>&1 | tee {log}"
+        " --out {output.model} --params {params.cfg:q} --live-dir dvclive/train_bradley_terry 2>&1 | tee {log}"
 
 
 rule evaluate_reward_models:

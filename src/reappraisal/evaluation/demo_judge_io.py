@@ -34,6 +34,7 @@ from ..input_tables import read_table
 from ..training.length_parts import in_length_parts
 from ..training.run import finished_model, run_training
 from ..training.settings import checkpointing_args, model_dtype, set_cpu_threads, sft_args, use_bf16
+from ..training.tracking import LIVE_DIR_HELP, OFF, Tracking
 from ..training.work_dir import fingerprint, open_work_dir, remove_stale_temporaries, work_dir_beside
 from .human_pairs import human_pairs
 from .judge_spec import JudgeSpec, load_judge
@@ -72,8 +73,20 @@ def training_examples(pairs: pd.DataFrame, scenarios: dict[str, str], spec: Judg
     return {"prompt": prompts, "completion": completions}
 
 
+def judge_training_args(cfg: dict, output_dir: str | Path, *, seed: int, bf16: bool, use_cpu: bool,
+                        tracking: Tracking) -> dict:
+    """Keyword arguments of the demo judge's ``trl.SFTConfig`` (checkpointing and reporting as every trainer here)."""
+    return dict(
+        **checkpointing_args(output_dir, seed=seed, save_steps=int(cfg["save_steps"]), save_total_limit=2, bf16=bf16,
+                             use_cpu=use_cpu, activation_checkpointing=False, tracking=tracking),
+        **sft_args(cfg),
+        logging_steps=10,
+        disable_tqdm=False,
+    )
+
+
 def train_demo_judge(base_dir: str, targets: pd.DataFrame, vignettes: pd.DataFrame, spec: JudgeSpec, *,
-                     cfg: dict, dimension: str, seed: int, out_dir: Path, callbacks=()) -> dict:
+                     cfg: dict, dimension: str, seed: int, out_dir: Path, callbacks=(), tracking: Tracking = OFF) -> dict:
     """Fine-tune the judge base on the judge-train pairs; save model + tokenizer + training summary.
 
     Checkpoints and resumes through the shared training plumbing
@@ -106,16 +119,10 @@ def train_demo_judge(base_dir: str, targets: pd.DataFrame, vignettes: pd.DataFra
     with open_work_dir(work_dir_beside(out_dir), run_spec) as work:  # locked until the output is in place
         remove_stale_temporaries(out_dir)
         model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=getattr(torch, model_dtype(bf16)))
-        args = SFTConfig(
-            **checkpointing_args(work.path, seed=seed, save_steps=int(cfg["save_steps"]), save_total_limit=2, bf16=bf16,
-                                 use_cpu=not gpu, activation_checkpointing=False),
-            **sft_args(cfg),
-            logging_steps=10,
-            disable_tqdm=False,
-        )
+        args = SFTConfig(**judge_training_args(cfg, work.path, seed=seed, bf16=bf16, use_cpu=not gpu, tracking=tracking))
         trainer = in_length_parts(SFTTrainer)(model=model, args=args, train_dataset=Dataset.from_dict(examples),
                                               processing_class=tokenizer, callbacks=list(callbacks))
-        result = run_training(trainer, work, where="train_demo_judge")
+        result = run_training(trainer, work, where="train_demo_judge", tracking=tracking)
         summary = {
             "base": base_dir,
             "judge_spec": spec.path,
@@ -137,6 +144,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="reappraisal train-demo-judge", description=__doc__.splitlines()[0])
     for name in ("base-dir", "targets", "vignettes", "judge", "out", "params"):
         ap.add_argument(f"--{name}", required=True)
+    ap.add_argument("--live-dir", default=None, help=LIVE_DIR_HELP)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     params = sections_with_defaults(parse_params(args.params), "evaluation")
@@ -145,7 +153,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     spec = load_judge(args.judge, ev["judges_dir"])
     summary = train_demo_judge(args.base_dir, read_table(args.targets), read_table(args.vignettes), spec,
                                cfg=cfg, dimension=params["data"]["primary_dimension"], seed=int(params["seed"]),
-                               out_dir=Path(args.out))
+                               out_dir=Path(args.out), tracking=Tracking.from_params(params, args.live_dir))
     print(f"train_demo_judge: {summary['examples']} examples ({summary['pairs']} pairs), {summary['steps']} steps, "
           f"train loss {summary['train_loss']:.4f} -> {args.out}")
     return 0

@@ -42,6 +42,7 @@ from reappraisal.training.length_parts import in_length_parts
 from reappraisal.training.run import RunResult, export_model, finished_outputs, run_training
 from reappraisal.training.segments import total_seconds
 from reappraisal.training.settings import checkpointing_args, model_dtype, set_cpu_threads, sft_args, use_bf16
+from reappraisal.training.tracking import LIVE_DIR_HELP, OFF, Tracking
 from reappraisal.training.vllm_colocate import vllm_settings
 from reappraisal.training.work_dir import (
     WorkDir,
@@ -105,18 +106,19 @@ def sft_rows(
 
 
 # ------------------------------------------------------------------------ training
-def _trainer_args(work: WorkDir, *, seed: int, save_steps: int) -> dict[str, Any]:
-    """Checkpointing and precision of both stages: bf16 (and activation checkpointing) where a GPU
+def _trainer_args(work: WorkDir, *, seed: int, save_steps: int, tracking: Tracking) -> dict[str, Any]:
+    """Checkpointing, reporting and precision of both stages: bf16 (and activation checkpointing) where a GPU
     supports it, float32 on CPU."""
     import torch
 
     gpu = torch.cuda.is_available()
     return checkpointing_args(work.path, seed=seed, save_steps=save_steps, save_total_limit=2,
-                              bf16=use_bf16("auto", where="grm"), use_cpu=not gpu, activation_checkpointing=gpu)
+                              bf16=use_bf16("auto", where="grm"), use_cpu=not gpu, activation_checkpointing=gpu,
+                              tracking=tracking)
 
 
 def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *, cfg: Mapping, seed: int,
-            out_dir: Path, work: WorkDir, callbacks: Sequence = ()) -> RunResult:
+            out_dir: Path, work: WorkDir, callbacks: Sequence = (), tracking: Tracking = OFF) -> RunResult:
     """Stage 1: SFT on prompt/completion text, checkpointed in ``work``; model + tokenizer to ``out_dir``."""
     import torch
     from datasets import Dataset
@@ -125,7 +127,7 @@ def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *
 
     set_seed(seed)
     sft = cfg["sft"]
-    common = _trainer_args(work, seed=seed, save_steps=sft["save_steps"])
+    common = _trainer_args(work, seed=seed, save_steps=sft["save_steps"], tracking=tracking)
     tokenizer = AutoTokenizer.from_pretrained(base_model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -145,13 +147,13 @@ def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *
     )
     trainer = in_length_parts(SFTTrainer)(model=model, args=args, train_dataset=data, processing_class=tokenizer,
                                           callbacks=list(callbacks))
-    result = run_training(trainer, work, where="grm SFT")
+    result = run_training(trainer, work, where="grm SFT", tracking=tracking)
     export_model(trainer, result, out_dir, tokenizer=tokenizer)
     return result
 
 
 def run_grpo(sft_dir: Path, items: pd.DataFrame, scenarios: Mapping[str, str], *, cfg: Mapping, seed: int,
-             out_dir: Path, work: WorkDir, callbacks: Sequence = ()) -> RunResult:
+             out_dir: Path, work: WorkDir, callbacks: Sequence = (), tracking: Tracking = OFF) -> RunResult:
     """Stage 2: GRPO from the SFT model with the ±1 verdict reward, checkpointed in ``work``; saves to ``out_dir``."""
     from datasets import Dataset
     from transformers import AutoTokenizer, set_seed
@@ -159,7 +161,7 @@ def run_grpo(sft_dir: Path, items: pd.DataFrame, scenarios: Mapping[str, str], *
 
     set_seed(seed)
     g = cfg["grpo"]
-    common = _trainer_args(work, seed=seed, save_steps=g["save_steps"])
+    common = _trainer_args(work, seed=seed, save_steps=g["save_steps"], tracking=tracking)
     tokenizer = AutoTokenizer.from_pretrained(str(sft_dir))
     tokenizer.padding_side = "left"
     items = items.sample(frac=1.0, random_state=seed).reset_index(drop=True)
@@ -189,7 +191,7 @@ def run_grpo(sft_dir: Path, items: pd.DataFrame, scenarios: Mapping[str, str], *
         model=str(sft_dir), reward_funcs=[trl_verdict_reward], args=args, train_dataset=data,
         processing_class=tokenizer, callbacks=list(callbacks),
     )
-    result = run_training(trainer, work, where="grm GRPO")
+    result = run_training(trainer, work, where="grm GRPO", tracking=tracking)
     export_model(trainer, result, out_dir, tokenizer=tokenizer)
     return result
 
@@ -207,6 +209,8 @@ def train_grm(
     sft_out_dir: str | Path,
     traces: pd.DataFrame | None = None,
     callbacks: Sequence = (),
+    sft_tracking: Tracking = OFF,
+    grpo_tracking: Tracking = OFF,
 ) -> dict[str, Any]:
     """Run both stages; write the SFT model and the final model atomically; return the summary.
 
@@ -216,7 +220,8 @@ def train_grm(
     :mod:`reappraisal.training`). The work folder is locked for the whole run (a second run waits for the
     first) and removed on success. The summary lists every training segment of both stages (``segments``,
     each stage's too) and ``train_seconds``, their total.
-    ``callbacks`` (``TrainerCallback``s) go to both stages' trainers.
+    ``callbacks`` (``TrainerCallback``s) go to both stages' trainers; each stage reports its logged steps
+    through its own ``*_tracking`` (:mod:`reappraisal.training.tracking`).
     """
     start = time.monotonic()
     cfg = with_defaults("grm", cfg)
@@ -252,7 +257,7 @@ def train_grm(
         t0 = time.monotonic()
         with atomic_dir(sft_model) as tmp:
             sft = run_sft(str(base_model), rows, scenarios, cfg=cfg, seed=seed, out_dir=tmp,
-                          work=work.subdir("sft"), callbacks=callbacks)
+                          work=work.subdir("sft"), callbacks=callbacks, tracking=sft_tracking)
         summary["sft"].update(log=sft.log_history, train_loss=sft.train_loss, global_step=sft.global_step,
                               **sft.record(), seconds=round(time.monotonic() - t0, 2))
         segments = [{"stage": "sft", **s} for s in sft.segments]
@@ -261,7 +266,7 @@ def train_grm(
             shutil.copytree(sft_model, sft_tmp, dirs_exist_ok=True)
             if int(cfg["grpo"]["max_steps"]) > 0:
                 grpo = run_grpo(sft_model, rl_items, scenarios, cfg=cfg, seed=seed, out_dir=final_tmp,
-                                work=work.subdir("grpo"), callbacks=callbacks)
+                                work=work.subdir("grpo"), callbacks=callbacks, tracking=grpo_tracking)
                 summary["grpo"].update(log=grpo.log_history, global_step=grpo.global_step, **grpo.record())
                 segments += [{"stage": "grpo", **s} for s in grpo.segments]
             else:
@@ -285,7 +290,9 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--vignettes", required=True)
     ap.add_argument("--out", required=True, help="final GRM directory")
     ap.add_argument("--sft-out", required=True, help="stage-1 (SFT) model directory")
-    ap.add_argument("--params", default=None, help="JSON with sections grm, data, seed")
+    ap.add_argument("--params", default=None, help="JSON with sections grm, data, training, seed")
+    ap.add_argument("--live-dir", default=None, help=f"the GRPO stage's: {LIVE_DIR_HELP}")
+    ap.add_argument("--sft-live-dir", default=None, help=f"the SFT stage's: {LIVE_DIR_HELP}")
     ns = ap.parse_args(argv)
     # the shared plumbing's lines (resuming from <checkpoint> (step N), waiting for a work folder's holder)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -304,6 +311,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         read_table(ns.vignettes),
         cfg=cfg, data_cfg=data_cfg, seed=int(params["seed"]),
         out_dir=ns.out, sft_out_dir=ns.sft_out, traces=traces,
+        sft_tracking=Tracking.from_params(params, ns.sft_live_dir), grpo_tracking=Tracking.from_params(params, ns.live_dir),
     )
     print(f"train-grm: SFT on {summary['sft']['n_rows']} {summary['sft']['source']} traces "
           f"({summary['sft']['seconds']} s), GRPO {cfg['grpo']['max_steps']} steps ({summary['grpo']['seconds']} s); "

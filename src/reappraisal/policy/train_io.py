@@ -37,6 +37,7 @@ from reappraisal.config import check_kl_beta, with_defaults
 from reappraisal.errors import ConfigError, PipelineInputError
 from reappraisal.training.run import finished_model, run_training
 from reappraisal.training.settings import checkpointing_args, model_dtype, set_cpu_threads, use_bf16
+from reappraisal.training.tracking import LIVE_DIR_HELP, OFF, TRACKING_KEYS, Tracking
 from reappraisal.training.vllm_colocate import vllm_settings
 from reappraisal.training.work_dir import fingerprint, open_work_dir, remove_stale_temporaries
 
@@ -53,7 +54,8 @@ ScorerFactory = Callable[[Any], "tuple[RMScorer | None, GRMScorer | None]"]
 
 
 def grpo_settings(policy: Mapping[str, Any], *, seed: int, output_dir: str | Path,
-                  bf16_capable: bool | None = None, arm_beta: float | None = None) -> dict[str, Any]:
+                  bf16_capable: bool | None = None, arm_beta: float | None = None,
+                  tracking: Tracking = OFF) -> dict[str, Any]:
     """Keyword arguments of ``trl.GRPOConfig`` for the ``policy`` config section (schema defaults filled).
 
     The paper preset gives the model card's settings (lr 8e-6, β 0.04, 12
@@ -61,7 +63,8 @@ def grpo_settings(policy: Mapping[str, Any], *, seed: int, output_dir: str | Pat
     settings out for another machine (default: this one's GPU decides
     whether ``bf16: true`` is possible). ``arm_beta``: the arm's own KL
     coefficient (:class:`~reappraisal.policy.arms.ArmSpec`), which may be 0
-    (the β = 0 ablation an arm declares).
+    (the β = 0 ablation an arm declares). ``tracking``: where the logged steps are reported (the
+    committee's figures among them: TRL logs them with the loss).
     """
     policy = with_defaults("policy", policy)
     bf16 = use_bf16(policy["bf16"], where="config key 'policy.bf16'", capable=bf16_capable)
@@ -69,7 +72,7 @@ def grpo_settings(policy: Mapping[str, Any], *, seed: int, output_dir: str | Pat
     kwargs: dict[str, Any] = dict(
         **checkpointing_args(output_dir, seed=seed, save_steps=policy["save_steps"],
                              save_total_limit=policy["save_total_limit"], bf16=bf16, use_cpu=policy["use_cpu"],
-                             activation_checkpointing=policy["gradient_checkpointing"]),
+                             activation_checkpointing=policy["gradient_checkpointing"], tracking=tracking),
         learning_rate=float(policy["learning_rate"]),
         beta=check_kl_beta(policy["beta"], where="config key 'policy.beta'") if arm_beta is None else float(arm_beta),
         num_generations=int(policy["num_generations"]),
@@ -137,6 +140,7 @@ def train_policy(
     rewards_log: str | Path | None = None,
     preset: str = "demo",
     data_source: str | None = "bundled",
+    tracking: Tracking = OFF,
 ) -> dict[str, Any]:
     """Train ``arm`` from ``model_dir``; write ``out_dir/{model/, training_log.csv, health.json}``.
 
@@ -147,7 +151,8 @@ def train_policy(
     and judges (``judges_spec`` describes the judges for that comparison).
     ``rewards_log``: see :class:`~reappraisal.policy.reward_adapter.CommitteeReward`.
     ``policy.gold_scorer`` (checked against ``preset`` and its ``data_source``) adds a log-only gold
-    reward function (:mod:`reappraisal.policy.gold`).
+    reward function (:mod:`reappraisal.policy.gold`). ``tracking``: where every logged step (loss, KL, the
+    committee's figures, gold: what ``training_log.csv`` records) is reported while it trains.
     ``arm``: an instance (the arm and its policy seed; ``seed`` is then the config seed, and GRPO trains
     with config seed + policy seed), or an arm (trained with ``seed`` as given).
     Returns the health verdict (on the main process; ``{}`` on the others).
@@ -183,12 +188,14 @@ def train_policy(
     if beyond:
         raise PipelineInputError(f"steps {beyond} are beyond max_steps {policy['max_steps']}: no snapshot there",
                                  where="config key 'policy.snapshot_steps'")
-    settings = grpo_settings(policy, seed=seed, output_dir=work_dir, arm_beta=arm.beta)
+    settings = grpo_settings(policy, seed=seed, output_dir=work_dir, arm_beta=arm.beta, tracking=tracking)
     args = GRPOConfig(**settings)  # first: it sets up the distributed state every later check reads
     state = PartialState()
     check_batch_fits(policy, len(rows), state.num_processes)
 
-    spec = {"arm": instance.name, "reward": arm.reward, "weights": vars(arm.weights), "grpo": {k: v for k, v in settings.items() if k != "output_dir"},
+    # where it reports is no part of a run: another reporter resumes the same checkpoints
+    grpo_spec = {k: v for k, v in settings.items() if k != "output_dir" and k not in TRACKING_KEYS}
+    spec = {"arm": instance.name, "reward": arm.reward, "weights": vars(arm.weights), "grpo": grpo_spec,
             "model_dir": str(model_dir), "prompts": fingerprint(rows), "format_gate": policy["format_gate"],
             "judges": judges_spec or {}, "num_processes": state.num_processes,
             "snapshot_steps": sorted(int(s) for s in policy["snapshot_steps"]),
@@ -220,7 +227,7 @@ def train_policy(
         )
         if work.resume and state.is_main_process:
             print(f"resuming {instance.name} from {work.resume}", flush=True)
-        result = run_training(trainer, work, where=f"policy arm {instance.name}")
+        result = run_training(trainer, work, where=f"policy arm {instance.name}", tracking=tracking)
 
         health: dict[str, Any] = {}
         # every process exports (DeepSpeed gathers); the main one writes the records, then the model goes in place
@@ -299,11 +306,13 @@ def cli_main(argv: Sequence[str]) -> int:
     ap.add_argument("--grm-dir", default=None)
     ap.add_argument("--out-dir", required=True, help="results/policy/<arm>")
     ap.add_argument("--params", default="{}")
+    ap.add_argument("--live-dir", default=None, help=LIVE_DIR_HELP)
     ap.add_argument("--rewards-log", default=None,
                     help="optional JSON lines: every committee call's global batch (answers, gate, scores, rewards)")
     args = ap.parse_args(argv)
     params = parse_params(args.params)
     policy = with_defaults("policy", params.get("policy"))
+    tracking = Tracking.from_params(params, args.live_dir)
     set_cpu_threads(policy["cpu_threads"], use_cpu=policy["use_cpu"])
     instance = arm_instance(policy, args.arm)
     arm = instance.arm
@@ -321,7 +330,7 @@ def cli_main(argv: Sequence[str]) -> int:
         arm=instance, policy=policy, model_dir=args.model_dir, vignettes=vignettes, out_dir=args.out_dir,
         scorers=lambda device: build_scorers(judges, targets=targets, vignettes=vignettes, device=device),
         seed=int(params["seed"]), judges_spec=judges, rewards_log=args.rewards_log,
-        preset=str(params["preset"]), data_source=(params.get("data") or {}).get("source"),
+        preset=str(params["preset"]), data_source=(params.get("data") or {}).get("source"), tracking=tracking,
     )
     if health:
         print(json.dumps({"arm": instance.name, "verdict": health["verdict"], "failed": health["failed"]}))

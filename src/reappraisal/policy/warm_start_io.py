@@ -11,7 +11,9 @@ The loss covers the completion tokens only. Only answers that pass the
 two-sentence format gate are used. The reasoning is a short line chosen
 from :data:`THINKING_LINES` so that the model learns the shape of a thought,
 not its content. Only train-split human texts are used, as everywhere in
-training (held-out and GPT-4 answers never are).
+training (held-out and GPT-4 answers never are). Each step's loss and
+learning rate go to the job's reporter (``training.report_to``:
+:meth:`reappraisal.training.tracking.Tracking.step_log`) as it trains.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from reappraisal.training.length_parts import fused_head_loss_in_parts
 from reappraisal.training.locks import lock_work_dir
 from reappraisal.training.segments import segment_record
 from reappraisal.training.settings import set_cpu_threads
+from reappraisal.training.tracking import LIVE_DIR_HELP, OFF, Tracking
 from reappraisal.training.work_dir import remove_stale_temporaries, work_dir_beside
 
 from .committee import FormatGate
@@ -93,6 +96,7 @@ def run_warm_start(
     batch_size: int,
     max_length: int,
     seed: int,
+    tracking: Tracking = OFF,
 ) -> dict[str, Any]:
     """SFT the causal LM in ``base_dir`` on ``examples``; save model + tokenizer to ``out_dir`` atomically.
 
@@ -123,7 +127,8 @@ def run_warm_start(
         losses = []
         t0 = time.perf_counter()
         order: list[int] = []
-        for _ in range(steps):
+        reported = tracking.step_log()
+        for step in range(1, steps + 1):
             if len(order) < batch_size:
                 order += rng.sample(range(len(encoded)), len(encoded))
             idx, order = order[:batch_size], order[batch_size:]
@@ -132,10 +137,13 @@ def run_warm_start(
             loss = fused_head_loss_in_parts(model, padded)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            learning_rate = sched.get_last_lr()[0]
             opt.step()
             sched.step()
             opt.zero_grad(set_to_none=True)
             losses.append(float(loss.detach()))
+            reported.log(step, {"loss": losses[-1], "learning_rate": learning_rate})
+        reported.close()
         seconds = time.perf_counter() - t0
         segment = segment_record(resumed_from=None, start_step=0, end_step=steps, seconds=seconds, completed=True)
         summary = {
@@ -169,9 +177,11 @@ def cli_main(argv: Sequence[str]) -> int:
     ap.add_argument("--vignettes", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--params", default="{}")
+    ap.add_argument("--live-dir", default=None, help=LIVE_DIR_HELP)
     args = ap.parse_args(argv)
     params = parse_params(args.params)
     policy = with_defaults("policy", params.get("policy"))
+    tracking = Tracking.from_params(params, args.live_dir)
     set_cpu_threads(policy["cpu_threads"], use_cpu=policy["use_cpu"])
     ws = policy["warm_start"]
     seed = int(params["seed"])
@@ -180,7 +190,7 @@ def cli_main(argv: Sequence[str]) -> int:
     summary = run_warm_start(
         args.base_dir, examples, args.out,
         steps=int(ws["max_steps"]), lr=float(ws["learning_rate"]), batch_size=int(ws["per_device_train_batch_size"]),
-        max_length=int(ws["max_length"]), seed=seed,
+        max_length=int(ws["max_length"]), seed=seed, tracking=tracking,
     )
     print(json.dumps(summary, sort_keys=True))
     return 0

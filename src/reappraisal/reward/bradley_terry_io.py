@@ -42,6 +42,7 @@ from reappraisal.errors import ConfigError, DataValidationError, PipelineInputEr
 from reappraisal.training.length_parts import classifier_in_length_parts
 from reappraisal.training.run import finished_model, run_training
 from reappraisal.training.settings import checkpointing_args, schedule_args, set_cpu_threads, use_bf16
+from reappraisal.training.tracking import OFF, Tracking
 from reappraisal.training.work_dir import fingerprint, open_work_dir, remove_stale_temporaries, work_dir_beside
 
 from .dataset import Examples, examples_for_split, pairs_for_split
@@ -201,11 +202,14 @@ def _pair_dataset(tokenizer, train_pairs: pd.DataFrame, max_length: int):
     return Dataset.from_dict({"chosen_ids": chosen, "rejected_ids": rejected}), int(n_chosen_cut) + int(n_rejected_cut)
 
 
-def reward_config_args(cfg: BradleyTerryConfig, output_dir: str | Path, *, seed: int, bf16: bool, use_cpu: bool) -> dict:
-    """Keyword arguments of ``trl.RewardConfig`` (checkpointing as every trainer here, the schedule, no eval)."""
+def reward_config_args(cfg: BradleyTerryConfig, output_dir: str | Path, *, seed: int, bf16: bool, use_cpu: bool,
+                       tracking: Tracking) -> dict:
+    """Keyword arguments of ``trl.RewardConfig`` (checkpointing and reporting as every trainer here, the schedule,
+    no eval)."""
     return dict(
         **checkpointing_args(output_dir, seed=seed, save_steps=cfg.save_steps, save_total_limit=cfg.save_total_limit,
-                             bf16=bf16, use_cpu=use_cpu, activation_checkpointing=cfg.gradient_checkpointing),
+                             bf16=bf16, use_cpu=use_cpu, activation_checkpointing=cfg.gradient_checkpointing,
+                             tracking=tracking),
         **schedule_args(cfg),
         center_rewards_coefficient=cfg.center_rewards_coefficient,
         max_length=cfg.max_length,  # the ids are already truncated there: TRL's length filter drops nothing
@@ -229,6 +233,7 @@ def train_bradley_terry(
     primary_dimension: str,
     n_split_pairs: int | None = None,
     callbacks: Sequence = (),
+    tracking: Tracking = OFF,
 ) -> dict:
     """Train (or resume) the Bradley–Terry model on ``train_pairs`` (:func:`preference_pairs`) and write
     ``out_dir`` atomically (model, tokenizer, ``metrics.json``, ``training_log.json``); return its record."""
@@ -254,10 +259,11 @@ def train_bradley_terry(
     }
     with open_work_dir(work_dir_beside(out_dir), spec) as work:
         remove_stale_temporaries(out_dir)
-        args = RewardConfig(**reward_config_args(cfg, work.path, seed=seed, bf16=bf16, use_cpu=use_cpu))
+        args = RewardConfig(**reward_config_args(cfg, work.path, seed=seed, bf16=bf16, use_cpu=use_cpu,
+                                                 tracking=tracking))
         trainer = classifier_in_length_parts(RewardTrainer)(model=model, args=args, train_dataset=data,
                                                             processing_class=tokenizer, callbacks=list(callbacks))
-        result = run_training(trainer, work, where="Bradley-Terry reward model")
+        result = run_training(trainer, work, where="Bradley-Terry reward model", tracking=tracking)
 
         with finished_model(trainer, result, work, out_dir, tokenizer=tokenizer) as tmp:
             (tmp / "README.md").unlink(missing_ok=True)  # TRL's generic card; the ensemble card describes this model
@@ -298,7 +304,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     summary = train_bradley_terry(
         base=a.base_model, train_pairs=train_pairs, val=val, val_pairs=pairs_for_split(pairs, "val"), seed=seed,
         out_dir=a.out, cfg=cfg, primary_dimension=inputs.primary,
-        n_split_pairs=int((pairs["split"] == "train").sum()),
+        n_split_pairs=int((pairs["split"] == "train").sum()), tracking=inputs.tracking,
     )
     acc = (summary["validation"].get("pairwise") or {}).get("accuracy")
     print(f"Bradley-Terry: {summary['n_train_pairs']} of {summary['n_split_pairs']} train pairs "

@@ -37,6 +37,7 @@ from reappraisal.training.batches import pad_right
 from reappraisal.training.length_parts import batch_part, right_padded_parts
 from reappraisal.training.run import finished_model, run_training
 from reappraisal.training.settings import checkpointing_args, schedule_args, set_cpu_threads, use_bf16
+from reappraisal.training.tracking import OFF, Tracking
 from reappraisal.training.work_dir import open_work_dir, remove_stale_temporaries, work_dir_beside
 
 from .base_model import load_base
@@ -148,13 +149,15 @@ def _trainer_class():
     return RegressionTrainer
 
 
-def training_arguments(cfg: RewardTrainConfig, output_dir: str | Path, *, seed: int, bf16: bool, use_cpu: bool) -> dict:
-    """Keyword arguments of ``transformers.TrainingArguments`` for one seed (checkpointing, schedule, evaluation)."""
+def training_arguments(cfg: RewardTrainConfig, output_dir: str | Path, *, seed: int, bf16: bool, use_cpu: bool,
+                       tracking: Tracking) -> dict:
+    """Keyword arguments of ``transformers.TrainingArguments`` for one seed (checkpointing, reporting, schedule,
+    evaluation)."""
     early = cfg.early_stopping_patience > 0
     return dict(
         **checkpointing_args(output_dir, seed=seed, save_steps=cfg.save_steps,
                              save_total_limit=cfg.save_total_limit, bf16=bf16, use_cpu=use_cpu,
-                             activation_checkpointing=cfg.gradient_checkpointing),
+                             activation_checkpointing=cfg.gradient_checkpointing, tracking=tracking),
         **schedule_args(cfg),
         per_device_eval_batch_size=cfg.per_device_eval_batch_size,
         eval_strategy="steps",
@@ -197,8 +200,10 @@ def train_reward_model(
     cfg: RewardTrainConfig,
     primary_dimension: str,
     callbacks: Sequence = (),
+    tracking: Tracking = OFF,
 ) -> dict:
-    """Train (or resume) one seed and write ``out_dir`` atomically; return its validation figures."""
+    """Train (or resume) one seed and write ``out_dir`` atomically; return its validation figures. ``tracking``:
+    where its logged steps are reported (:mod:`reappraisal.training.tracking`)."""
     import torch
     from transformers import EarlyStoppingCallback, TrainingArguments
 
@@ -234,7 +239,7 @@ def train_reward_model(
 
         early = cfg.early_stopping_patience > 0
         args = TrainingArguments(**training_arguments(cfg, work.path, seed=effective_seed, bf16=bf16,
-                                                      use_cpu=not torch.cuda.is_available()))
+                                                      use_cpu=not torch.cuda.is_available(), tracking=tracking))
         cbs = list(callbacks)
         if early:
             cbs.append(EarlyStoppingCallback(early_stopping_patience=cfg.early_stopping_patience))
@@ -246,7 +251,7 @@ def train_reward_model(
             data_collator=_collator(pad_id),
             callbacks=cbs,
         )
-        result = run_training(trainer, work, where=f"reward model seed {seed}")
+        result = run_training(trainer, work, where=f"reward model seed {seed}", tracking=tracking)
 
         with finished_model(trainer, result, work, out_dir, tokenizer=tokenizer) as tmp:
             # validation figures from the saved artifact, loaded back as every consumer will load it
@@ -293,7 +298,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     summary = train_reward_model(
         base=a.base_model, train=train, val=val, val_pairs=pairs_for_split(inputs.pairs, "val"), seed=a.seed,
         global_seed=int(params["seed"]), out_dir=a.out, cfg=RewardTrainConfig.from_section(section),
-        primary_dimension=inputs.primary,
+        primary_dimension=inputs.primary, tracking=inputs.tracking,
     )
     acc = (summary["validation"].get("pairwise") or {}).get("accuracy")
     print(f"seed {a.seed}: val pairwise accuracy {acc}, {summary['train_seconds']}s")

@@ -2,7 +2,8 @@
 
 Both trainers (the regression ensemble's seed and the Bradley-Terry model)
 take ``--base-model`` (cross-checked against ``--base-manifest`` when given),
-the three processed tables, ``--out`` and ``--params``; the evaluation
+the three processed tables, ``--out``, ``--params`` and ``--live-dir`` (the folder
+of their live metrics: :mod:`reappraisal.training.tracking`); the evaluation
 reads the same three tables and takes the same ``--out`` and ``--params``
 (:func:`parse_command`).
 """
@@ -19,6 +20,7 @@ import pandas as pd
 from ..input_tables import read_table
 from ..params import parse_params
 from ..table_contracts import RATED_PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS
+from ..training.tracking import LIVE_DIR_HELP, Tracking
 from .dataset import rated_dimensions
 
 
@@ -59,6 +61,7 @@ class TrainerInputs:
     targets: pd.DataFrame
     vignettes: pd.DataFrame
     pairs: pd.DataFrame
+    tracking: Tracking
 
 
 def trainer_inputs(prog: str, description: str, argv: Sequence[str] | None, *,
@@ -70,9 +73,11 @@ def trainer_inputs(prog: str, description: str, argv: Sequence[str] | None, *,
     p = argparse.ArgumentParser(prog=prog, description=description)
     p.add_argument("--base-model", required=True, help="hub id or local path (config base_models.reward_base)")
     p.add_argument("--base-manifest", default=None, help="results/base_models/MANIFEST.json, cross-checked")
+    p.add_argument("--live-dir", default=None, help=LIVE_DIR_HELP)
     add_table_arguments(p)
     more(p)
     a, params, dims, primary = parse_command(p, argv)
+    tracking = Tracking.from_params(params, a.live_dir)
     if a.base_manifest:
         check_manifest_base(a.base_manifest, "reward", a.base_model)
-    return TrainerInputs(a, params, dims, primary, *read_rated_tables(a.targets, a.vignettes, a.pairs))
+    return TrainerInputs(a, params, dims, primary, *read_rated_tables(a.targets, a.vignettes, a.pairs), tracking)

@@ -15,6 +15,7 @@ from ..errors import PipelineInputError
 from .checkpoints import is_training_state
 from .fused_head import score_labelled_positions_only
 from .segments import _SegmentLog, read_segments, total_seconds
+from .tracking import OFF, REPORTERS, Tracking
 from .work_dir import WorkDir
 
 log = logging.getLogger("reappraisal.training")
@@ -85,16 +86,21 @@ class RunResult:
                 "resumed_from": self.resumed_from}
 
 
-def run_training(trainer, work: WorkDir, *, where: str = "training") -> RunResult:
+def run_training(trainer, work: WorkDir, *, where: str = "training", tracking: Tracking = OFF) -> RunResult:
     """Train (or resume) ``trainer`` in ``work``; skip training when the last checkpoint ends the schedule.
 
     ``trainer.args.output_dir`` must be ``work.path`` and its save strategy
     ``steps``. Refuses a run that stopped before its schedule's end without a
     reason (e.g. a batch the data cannot fill: no step at all). Each call
     that trains is one segment of ``segments.json`` (see the module doc).
+    ``tracking``: the reporter the trainer's arguments were built with
+    (:meth:`~reappraisal.training.tracking.Tracking.training_args`), pointed here at the job's folder.
     """
     if Path(trainer.args.output_dir).resolve() != work.path.resolve():
         raise ValueError(f"the trainer writes to {trainer.args.output_dir}, not to its work folder {work.path}")
+    reporters = [r for r in trainer.args.report_to if r in REPORTERS]
+    if reporters != ([] if tracking.report_to == "none" else [tracking.report_to]):
+        raise ValueError(f"the trainer reports to {reporters}, not to {tracking.report_to!r} as run_training is told")
     resumed_from = work.resume.name if work.resume else None
     if work.finished:
         state = work.state
@@ -113,6 +119,7 @@ def run_training(trainer, work: WorkDir, *, where: str = "training") -> RunResul
 
     score_labelled_positions_only()
     trainer.add_callback(log_at_save_callback())
+    tracking.attach(trainer, resume=work.resume is not None)
     start_step = int(work.state["global_step"]) if work.state else 0
     segment = _SegmentLog(work.path, resumed_from, start_step, write=trainer.is_world_process_zero())
     # first in line: the checkpoint is counted even when a later callback raises at the same save

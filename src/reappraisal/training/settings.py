@@ -1,5 +1,5 @@
-"""A trainer's settings: the precision rule, CPU threads, the checkpointing arguments every trainer shares, the
-optimizer schedule of the trainers configured by a ``warmup_ratio`` and what every supervised fine-tuning here sets."""
+"""A trainer's settings: the precision rule, CPU threads, the checkpointing and reporting arguments every trainer
+shares, the optimizer schedule of the trainers configured by a ``warmup_ratio`` and what every supervised fine-tuning here sets."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ConfigError
+from .tracking import Tracking
 
 
 def bf16_capable() -> bool:
@@ -62,12 +63,14 @@ def set_cpu_threads(n: int | None, *, use_cpu: bool | None = None) -> None:
 
 
 def checkpointing_args(output_dir: str | Path, *, seed: int, save_steps: int, save_total_limit: int, bf16: bool,
-                       use_cpu: bool, activation_checkpointing: bool) -> dict[str, Any]:
+                       use_cpu: bool, activation_checkpointing: bool, tracking: Tracking) -> dict[str, Any]:
     """The ``TrainingArguments`` every trainer here shares: checkpoints every ``save_steps`` into its work
-    folder (what :func:`run_training` resumes from), precision, device, seed, no external loggers."""
+    folder (what :func:`run_training` resumes from), precision, device, seed, and the reporter of its logged
+    steps (``training.report_to``: :mod:`reappraisal.training.tracking`)."""
     return dict(output_dir=str(output_dir), save_strategy="steps", save_steps=int(save_steps),
-                save_total_limit=int(save_total_limit), report_to="none", seed=int(seed), bf16=bool(bf16),
-                use_cpu=bool(use_cpu), activation_checkpointing=bool(activation_checkpointing))
+                save_total_limit=int(save_total_limit), seed=int(seed), bf16=bool(bf16),
+                use_cpu=bool(use_cpu), activation_checkpointing=bool(activation_checkpointing),
+                **tracking.training_args())
 
 
 #: Settings passed to ``TrainingArguments`` as they are: the optimizer and its learning-rate schedule.

@@ -1,0 +1,181 @@
+"""Live training metrics: where every trainer reports its logged steps while it trains (``training.report_to``).
+
+The trainers built on transformers (the reward seeds, the Bradley-Terry model, the GRM's SFT and GRPO, every
+policy arm, the demo judge) take the reporter through ``TrainingArguments.report_to``
+(:meth:`Tracking.training_args`), so whatever a trainer logs reaches it, a policy arm's committee figures
+(``committee/*``, ``rewards/gold/*``: what ``training_log.csv`` records) included, since TRL logs them with the
+loss. The warm start's own loop logs through :meth:`Tracking.step_log`.
+
+Each training has its own folder, ``dvclive/<rule>/<job>`` (its rule passes it as ``--live-dir``, the GRM's
+SFT as ``--sft-live-dir``; the generated ``dvc.yaml`` lists every one's ``metrics.json`` and ``plots/metrics``
+(:mod:`reappraisal.workflow_dvc`), so ``dvc exp show`` lists each one's last logged step and ``dvc plots show``
+draws every step). The folders are no stage's output: their contents (wall-clock figures among them) never
+enter a hashed output.
+
+DVCLive (:func:`open_live`) writes there and nowhere else: no ``dvc.yaml`` of its own (transformers' reporter
+would open ``./dvclive`` and add its entries to the generated ``dvc.yaml``), no experiment saved from inside a
+job (``save_dvc_exp=False``; under ``dvc exp run`` DVC records the experiment itself), no model logged as an
+artifact, its step the trainer's global step. TensorBoard writes its event files into the same folder; wandb
+and trackio use their own services (``WANDB_MODE=offline`` keeps wandb local).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import ConfigError
+
+#: The reporters ``training.report_to`` accepts (the schema's enum).
+REPORTERS = ("dvclive", "tensorboard", "wandb", "trackio", "none")
+#: Reporters that write into the job's folder (the others keep their runs in their own places).
+WRITE_TO_FOLDER = ("dvclive", "tensorboard")
+#: The settings of a trainer's arguments that only say where it reports (left out of a work folder's
+#: fingerprint: another reporter resumes the same checkpoints).
+TRACKING_KEYS = ("report_to", "run_name", "project")
+#: The project of every run on wandb and trackio (``WANDB_PROJECT`` set beforehand wins for wandb).
+PROJECT = "reappraisal"
+WHERE = "config key 'training.report_to'"
+#: The ``--live-dir`` option of every training command.
+LIVE_DIR_HELP = "the folder of its live metrics (config training.report_to; without it dvclive and tensorboard report nowhere)"
+#: The package each reporter needs (torch's TensorBoard writer needs ``tensorboard``).
+PACKAGES = {"dvclive": "dvclive", "tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio"}
+
+
+@dataclass(frozen=True)
+class Tracking:
+    """A training job's reporter (``report_to``, one of :data:`REPORTERS`) and its folder (``live_dir``)."""
+
+    report_to: str
+    live_dir: Path | None
+
+    def __post_init__(self) -> None:
+        if self.report_to not in REPORTERS:
+            raise ConfigError(f"{self.report_to!r} is not one of {list(REPORTERS)}", where=WHERE)
+        if self.report_to in WRITE_TO_FOLDER and self.live_dir is None:
+            raise ValueError(f"report_to {self.report_to!r} writes into the job's folder: give a live_dir")
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], live_dir: str | Path | None) -> "Tracking":
+        """The reporter of a job's ``--params`` (its ``training`` section, the schema's defaults filled) writing
+        to ``live_dir`` (its ``--live-dir``), refused in one line when the reporter's package is missing. A
+        command run by hand without ``--live-dir`` has no folder: dvclive and tensorboard then report nowhere."""
+        from ..config import with_defaults
+
+        report_to = with_defaults("training", params.get("training"))["report_to"]
+        if live_dir is None and report_to in WRITE_TO_FOLDER:
+            return OFF
+        tracking = cls(report_to, Path(live_dir) if live_dir is not None else None)
+        tracking.check_installed()
+        return tracking
+
+    def check_installed(self) -> None:
+        if self.report_to == "none":
+            return
+        if importlib.util.find_spec(PACKAGES[self.report_to]) is None:
+            raise ConfigError(f"{self.report_to} is not installed in this environment (the locks install dvclive "
+                              f"only): pip install {self.report_to}, or choose dvclive or none", where=WHERE)
+
+    def training_args(self) -> dict[str, Any]:
+        """The ``TrainingArguments`` of the reporter: ``report_to``, the project (trackio's) and the run's name
+        (the job's folder)."""
+        if self.report_to == "none":
+            return {"report_to": "none"}
+        return {"report_to": [self.report_to], "project": PROJECT,
+                **({"run_name": self.live_dir.as_posix()} if self.live_dir else {})}
+
+    def attach(self, trainer, *, resume: bool) -> None:
+        """Point the reporter transformers made from ``trainer.args.report_to`` at the job's folder.
+
+        ``resume``: the training goes on from a checkpoint, so DVCLive keeps the steps logged before it
+        (otherwise it starts the folder afresh)."""
+        from transformers.integrations import DVCLiveCallback, TensorBoardCallback
+
+        if self.report_to == "dvclive":
+            trainer.pop_callback(DVCLiveCallback)  # transformers' own opens ./dvclive and writes a dvc.yaml
+            trainer.add_callback(dvclive_callback(self.live_dir, resume=resume))
+        elif self.report_to == "tensorboard":
+            for callback in trainer.callback_handler.callbacks:
+                if isinstance(callback, TensorBoardCallback):
+                    callback.logging_dir = str(self.live_dir)
+        elif self.report_to == "wandb":
+            os.environ.setdefault("WANDB_PROJECT", PROJECT)  # transformers' wandb reporter reads it there
+
+    def step_log(self) -> "StepLog":
+        """The reporter of a hand-written training loop (the warm start)."""
+        return StepLog(self)
+
+
+#: No reporter (a trainer called from Python without one: the tests).
+OFF = Tracking("none", None)
+
+
+def open_live(live_dir: str | Path, *, resume: bool):
+    """A ``dvclive.Live`` writing into ``live_dir`` only (see the module doc)."""
+    from dvclive import Live
+
+    return Live(dir=str(live_dir), resume=resume, save_dvc_exp=False, dvcyaml=False)
+
+
+def dvclive_callback(live_dir: str | Path, *, resume: bool):
+    """transformers' DVCLive reporter writing into ``live_dir``, at the trainer's global step."""
+    from transformers.integrations import DVCLiveCallback
+
+    class JobDVCLive(DVCLiveCallback):
+        def setup(self, args, state, model):
+            if state.is_world_process_zero and self.live is None:
+                self.live = open_live(live_dir, resume=resume)
+            super().setup(args, state, model)
+
+        def on_log(self, args, state, control, model=None, logs=None, **kwargs):
+            if not self._initialized:
+                self.setup(args, state, model)
+            if state.is_world_process_zero:
+                self.live.step = state.global_step  # not one step per log call: evaluation logs its own
+            super().on_log(args, state, control, model=model, logs=logs, **kwargs)
+
+    return JobDVCLive(log_model=False)
+
+
+class StepLog:
+    """``log(step, metrics)`` once per step and ``close()`` at the end, to the job's reporter, under the names
+    the transformers trainers log (``loss``, ``learning_rate``)."""
+
+    def __init__(self, tracking: Tracking) -> None:
+        self.report_to = tracking.report_to
+        self._live = self._writer = self._run = None
+        if self.report_to == "dvclive":
+            self._live = open_live(tracking.live_dir, resume=False)
+        elif self.report_to == "tensorboard":
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._writer = SummaryWriter(log_dir=str(tracking.live_dir))
+        elif self.report_to != "none":  # wandb and trackio share one API: init, log, finish
+            self._run = importlib.import_module(self.report_to)
+            os.environ.setdefault("WANDB_PROJECT", PROJECT)
+            project = os.environ["WANDB_PROJECT"] if self.report_to == "wandb" else PROJECT
+            self._run.init(project=project, name=tracking.live_dir.as_posix() if tracking.live_dir else None)
+
+    def log(self, step: int, metrics: Mapping[str, float]) -> None:
+        if self._live is not None:
+            self._live.step = int(step)
+            for key, value in metrics.items():
+                self._live.log_metric(key, float(value))
+            self._live.next_step()
+        elif self._writer is not None:
+            for key, value in metrics.items():
+                self._writer.add_scalar(f"train/{key}", float(value), int(step))  # transformers' names there
+        elif self._run is not None:
+            self._run.log({f"train/{key}": float(value) for key, value in metrics.items()}, step=int(step))  # ditto
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.end()
+        elif self._writer is not None:
+            self._writer.close()
+        elif self._run is not None:
+            self._run.finish()
