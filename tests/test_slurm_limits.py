@@ -1,9 +1,10 @@
 """The cluster profile's limits against the GPU benchmark's estimates (`benchmarks/gpu/estimates.yaml`).
 
 A job killed at its SLURM time limit is a night lost: each GPU rule must ask
-for a GPU, and each measured stage for at least its estimated wall time
-times the stated margin; a stage killed at its limit must be retried and
-find a checkpoint to resume from.
+for a GPU, and each estimated stage for at least its estimated wall time
+times the stated margin (the larger of the hand-written estimate under
+`stages` and the one `bench_gpu.py` wrote under `measured.stages`); a stage
+killed at its limit must be retried and find a checkpoint to resume from.
 """
 
 from __future__ import annotations
@@ -42,7 +43,10 @@ def check_profile(profile: dict, estimates: dict, workflow_gpu_rules: set[str], 
     """What stops a paper run on the cluster: one line per problem (empty when the profile is fit)."""
     problems = []
     stages = estimates["stages"]
+    measured = (estimates.get("measured") or {}).get("stages") or {}
     margin = float(estimates["margin"])
+    for rule in sorted(set(measured) - set(stages)):
+        problems.append(f"{rule}: a measured estimate for a rule without an entry under `stages`")
     defaults = profile.get("default-resources", {})
     per_rule = profile.get("set-resources", {})
     for rule in sorted((workflow_gpu_rules | {r for r, v in per_rule.items() if v.get("gpu")}) - set(stages)):
@@ -57,22 +61,25 @@ def check_profile(profile: dict, estimates: dict, workflow_gpu_rules: set[str], 
         if rule not in per_rule or not res.get("gpu") or res.get("slurm_partition") == defaults.get("slurm_partition"):
             problems.append(f"{rule}: no GPU resources in the profile (gpu, a GPU partition, runtime)")
             continue
-        if int(res["gpu"]) != int(est["gpus"]):
-            problems.append(f"{rule}: gpu {res['gpu']} in the profile, the estimate is for {est['gpus']}")
+        for where, gpus in (("estimate", est["gpus"]), ("measured estimate", measured.get(rule, {}).get("gpus"))):
+            if gpus is not None and int(res["gpu"]) != int(gpus):
+                problems.append(f"{rule}: gpu {res['gpu']} in the profile, the {where} is for {gpus}")
         if "runtime" not in per_rule[rule]:
             problems.append(f"{rule}: no runtime of its own (the default {defaults.get('runtime')} min is for CPU jobs)")
             continue
-        if "not_measured" in est:
+        walls = [e["wall_hours"] for e in (est, measured.get(rule, {})) if "wall_hours" in e]
+        if not walls:  # neither estimated by hand nor measured: the runtime is set by hand
             continue
+        wall_hours = max(walls)
         runtime_h = int(res["runtime"]) / 60
-        wanted = math.ceil(est["wall_hours"] * margin * 60)
+        wanted = math.ceil(wall_hours * margin * 60)
         if runtime_h * 60 < wanted:
-            problems.append(f"{rule}: runtime {res['runtime']} min is below the estimate {est['wall_hours']} h "
+            problems.append(f"{rule}: runtime {res['runtime']} min is below the estimate {wall_hours} h "
                             f"x {margin} = {wanted} min")
         if "checkpoint" in est:
             every = _config_value(paper, est["checkpoint"]["every"])
             of = _config_value(paper, est["checkpoint"]["of"])
-            interval_h = est["wall_hours"] * every / of
+            interval_h = wall_hours * every / of
             if interval_h * 2 > runtime_h:  # a killed attempt must leave at least one complete checkpoint behind
                 problems.append(f"{rule}: a checkpoint every {interval_h:.1f} h ({est['checkpoint']['every']}={every}"
                                 f" of {of}) against a runtime of {runtime_h:.1f} h: a kill at the limit loses "
@@ -101,6 +108,12 @@ def test_every_estimate_says_where_it_comes_from(inputs):
         if "source" in est:  # a measured figure: its GPU-hours and wall time agree with the GPUs it ran on
             assert est["gpu_hours"] == pytest.approx(est["wall_hours"] * est["gpus"], rel=0.01), rule
             assert "benchmarks/" in est["source"], rule
+    measured = estimates["measured"]
+    for rule, est in measured["stages"].items():  # bench_gpu.py's: from a part whose figures are there
+        assert est["gpu_hours"] == pytest.approx(est["wall_hours"] * est["gpus"], rel=0.01), rule
+        assert est["from"].removeprefix("measured.parts.") in measured["parts"] and est["assumes"], rule
+    for name, part in measured["parts"].items():
+        assert {"device", "date", "torch", "transformers", "vllm"} <= set(part["run"]) and part["figures"], name
 
 
 def _planted(inputs, edit):

@@ -18,6 +18,9 @@ Parts (each beside its baseline in the same run; a part that cannot run is repor
    and 2's models): step time split into generation, reward and the rest (log-probs, update); peak memory.
    ``grpo_vllm``: the same step decoded by TRL's vLLM colocate mode with the paper preset's ``policy.vllm``
    settings (the engine's start timed apart), beside the ``grpo`` step (goal: ≤ 20 s a step). Needs vLLM.
+   ``eval_vllm``: the evaluation's vLLM backend (every arm's answers, best-of-N's candidates on the paper
+   preset): 256 answers of the policy (Qwen3-4B shapes) with the paper preset's decoding; answers and tokens a
+   second, the engine's start timed apart. Needs vLLM.
 4. ``committee_share``: the reward's share of that step (target ≤ 20 %), and the card's 4×H100 ZeRO-2 run
    extrapolated from it (the assumptions are written into the result).
 5. ``judge``: an 8B-shaped judge (Llama-3.1-8B) served by ``vllm serve --load-format dummy`` and asked
@@ -25,7 +28,11 @@ Parts (each beside its baseline in the same run; a part that cannot run is repor
    estimate. Needs vLLM.
 
 ``--dry``: tiny sizes on the CPU in seconds (what the test suite runs, so the script cannot rot).
-Writes ``<out>/gpu_bench.json`` and ``<out>/gpu_bench.md``.
+Writes ``<out>/gpu_bench.json`` and ``<out>/gpu_bench.md`` after every part; with ``--estimates
+benchmarks/gpu/estimates.yaml`` (what ``run.sh`` passes) also that file's ``measured`` section: each
+successful part's figures with the run's card, date and versions (a part this run did not measure keeps
+its earlier figures) and the per-job wall times they imply (:func:`stage_estimates`), which
+``tests/test_slurm_limits.py`` holds the SLURM profile to.
 
     python benchmarks/gpu/bench_gpu.py --out benchmarks/gpu/results          # on a CUDA machine
     python benchmarks/gpu/bench_gpu.py --dry --out /tmp/gpu_dry               # anywhere
@@ -83,13 +90,14 @@ class Sizes:
     committee_grm_new_tokens: int = 256
     judge_verdicts: int = 240
     judge_max_tokens: int = 512
+    eval_answers: int = 256
     reference_repeats: int = 1
 
     @classmethod
     def dry(cls) -> "Sizes":
         return cls(candidates=8, rm_max_length=64, rm_seeds=3, rm_batch=4, grm_pairs=4, grm_new_tokens=4, grm_batch=8,
                    generations=4, completion_length=8, committee_grm_new_tokens=4, judge_verdicts=8,
-                   judge_max_tokens=8)
+                   judge_max_tokens=8, eval_answers=8)
 
 
 @dataclass
@@ -432,22 +440,94 @@ def part_committee_share(ctx: dict) -> dict:
         raise RuntimeError("needs the grpo part")
     f = g.figures
     share = f["reward_s"] / f["step_s"]
-    # 4×H100 ZeRO-2, one prompt group of 12 per GPU (4 prompts per step), as the card.
-    bandwidth_ratio = 4.8 / 3.35  # H200 vs H100 SXM memory bandwidth (TB/s): decoding is bandwidth-bound
-    grad_gib = 2 * 4.02  # bf16 gradients of a 4.02B-parameter policy
-    comm_s = 2 * grad_gib / 200  # reduce-scatter + all-gather at ~200 GiB/s effective NVLink
-    step_h100 = f["generation_s"] * bandwidth_ratio + f["reward_s"] * bandwidth_ratio + f["logprobs_and_update_s"] + comm_s
+    ratio = card_to_h100(ctx["device_name"])
+    step_h100 = h100_step_s(f, ratio)
     return {
-        "reward_share_of_step": round(share, 3), "target_share": 0.20,
+        "reward_share_of_step": round(share, 3), "target_share": 0.20, "card_to_h100": round(ratio, 3),
         "estimated_4xh100_step_s": round(step_h100, 1),
         "estimated_500_steps_h": round(500 * step_h100 / 3600, 2),
         "estimated_gpu_hours": round(4 * 500 * step_h100 / 3600, 1),
-        "assumptions": ("each of the 4 GPUs runs one prompt group of 12 exactly like this single-GPU step, in "
-                        "parallel; generation and the committee's scoring are memory-bandwidth bound and slow down by "
-                        "the H200/H100 bandwidth ratio (4.8/3.35); the update's compute is the same on both; ZeRO-2 "
-                        "adds a reduce-scatter and an all-gather of the bf16 gradients per step at ~200 GiB/s; random "
-                        "weights generate to the length limit, so a trained policy that stops earlier is faster"),
+        "assumptions": STEP_ASSUMPTIONS,
     }
+
+
+#: Memory bandwidth (TB/s) of the cards measured on: decoding (and the committee's scoring) is bandwidth-bound,
+#: so a figure measured on one card is scaled to the H100 SXM the estimates are for (estimates.yaml's ``card``).
+BANDWIDTH_TB_S = {"H200": 4.8, "H100": 3.35, "A100": 2.04}
+#: How ``h100_step_s`` turns one GPU's GRPO step into a step of the card's run.
+STEP_ASSUMPTIONS = (
+    "each of the 4 GPUs runs one prompt group of 12 exactly like this single-GPU step, in parallel; generation and "
+    "the committee's scoring are memory-bandwidth bound and scale by the measuring card's bandwidth over the H100 "
+    "SXM's (H200: 4.8/3.35); the update's compute is the same on both; ZeRO-2 adds a reduce-scatter and an "
+    "all-gather of the bf16 gradients per step at ~200 GiB/s; random weights generate to the length limit, so a "
+    "trained policy that stops earlier is faster")
+
+
+def card_to_h100(device: str) -> float:
+    """How much faster ``device`` (its CUDA name) decodes than an H100 SXM: their memory bandwidths' ratio (1.0 for a
+    card not in :data:`BANDWIDTH_TB_S`, and for the CPU of a dry run)."""
+    for card, tb_s in BANDWIDTH_TB_S.items():
+        if card in device:
+            return tb_s / BANDWIDTH_TB_S["H100"]
+    return 1.0
+
+
+def h100_step_s(step: dict, ratio: float) -> float:
+    """One step of the card's 4×H100 ZeRO-2 run from a one-GPU GRPO step's split (part ``grpo`` or ``grpo_vllm``)
+    measured on a card ``ratio`` times an H100's bandwidth (:data:`STEP_ASSUMPTIONS`)."""
+    grad_gib = 2 * PAPER_RUN["params_4b"] / 1e9  # bf16 gradients of the 4.02B-parameter policy
+    comm_s = 2 * grad_gib / 200  # reduce-scatter + all-gather at ~200 GiB/s effective NVLink
+    return (step["generation_s"] + step["reward_s"]) * ratio + step["logprobs_and_update_s"] + comm_s
+
+
+def h100_decode_tokens_s(step: dict, ratio: float) -> float:
+    """The policy's decoding rate on an H100 (tokens a second, all rows) from a GRPO step's generation."""
+    tokens = step["generations"] * (step["mean_completion_tokens"] or step["max_completion_length"])
+    return tokens / max(step["generation_s"], 1e-9) / ratio
+
+
+def grm_hours(policy_tokens_s: float) -> tuple[float, float]:
+    """(SFT, RL) hours of the GRM on one H100: SFT from FLOPs, RL from the policy's decoding rate scaled to the
+    GRM's size, × 1.5 for the update."""
+    p = PAPER_RUN
+    sft = 6 * p["params_1p7b"] * p["grm_sft_epochs"] * p["grm_sft_traces"] * p["grm_trace_tokens"]
+    grm_tok_s = policy_tokens_s * p["params_4b"] / p["params_1p7b"]
+    rl = p["grm_rl_steps"] * p["grm_rl_completions_per_step"] * p["grm_rl_completion_tokens"] / grm_tok_s * 1.5
+    return sft / (p["h100_bf16_flops"] * p["mfu"]) / 3600, rl / 3600
+
+
+def part_eval_vllm(ctx: dict) -> dict:
+    """The evaluation's vLLM backend (what the paper preset's generate_answers and generate_best_of_n run): the
+    policy (Qwen3-4B shapes, vLLM's dummy weights) answers a batch of the demo's scenarios through the project's
+    ``vllm_engine`` and ``chat_vllm`` with the paper preset's decoding, one seed a request; the engine's start
+    is timed apart."""
+    why = "vLLM needs a GPU (dry run)" if ctx["dry"] else vllm_available()
+    if why:
+        return {"status": "skipped", "reason": why}
+    import torch
+
+    from reappraisal.config import load_config
+    from reappraisal.data.demo_generator import TRAIN_VIGNETTES
+    from reappraisal.evaluation.generation import Decoding, chat_vllm, vllm_engine
+    from reappraisal.policy.prompts import build_messages
+
+    s = ctx["sizes"]
+    gen = load_config(overrides={"preset": "paper"})["evaluation"]["generation"]
+    decoding = Decoding.from_mapping(gen)
+    free, total = torch.cuda.mem_get_info()
+    share = round(min(0.6, free / total - 0.05), 2)  # what the earlier parts' models left
+    engine_kwargs = {**gen["vllm"], "load_format": "dummy", "dtype": "bfloat16", "gpu_memory_utilization": share,
+                     "max_model_len": decoding.max_new_tokens + 1024}
+    llm, start = timed(vllm_engine, str(_model_dir(ctx, "qwen3-4b")), seed=0, engine_kwargs=engine_kwargs)
+    conversations = [build_messages(TRAIN_VIGNETTES[i % len(TRAIN_VIGNETTES)].text) for i in range(s.eval_answers)]
+    completions, decode = timed(chat_vllm, llm, conversations, decoding, seed=0)
+    del llm
+    tokens = sum(c.completion_tokens for c in completions)
+    return {"answers": len(completions), "max_new_tokens": decoding.max_new_tokens,
+            "temperature": decoding.temperature, "gpu_memory_utilization": share,
+            "engine_start_s": round(start, 2), "decode_s": round(decode, 2), "completion_tokens": tokens,
+            "answers_per_s": round(len(completions) / decode, 2), "tokens_per_s": round(tokens / decode, 1),
+            "truncated_share": round(sum(c.finish_reason == "length" for c in completions) / len(completions), 3)}
 
 
 def part_judge(ctx: dict) -> dict:
@@ -511,6 +591,7 @@ PAPER_RUN = dict(rm_seeds=3, rm_epochs=2, train_reappraisals=2900, rm_tokens_per
                  grm_sft_epochs=2, grm_sft_traces=20000, grm_trace_tokens=700, grm_rl_steps=300,
                  grm_rl_completions_per_step=32, grm_rl_completion_tokens=1024, grpo_steps=500, eval_runs=3,
                  eval_systems=4, answers_per_run=6 * 40 + 14 * 10, answer_tokens=2048, judge_verdicts_per_run=4 * 240 * 2,
+                 best_of_n=16,
                  params_1p7b=1.72e9, params_4b=4.02e9, h100_bf16_flops=989e12, mfu=0.35)
 
 
@@ -522,12 +603,9 @@ def part_cluster_estimate(ctx: dict) -> dict:
     p, g, c = PAPER_RUN, r["grpo"].figures, r["committee_share"].figures
     flops_h = lambda flops: flops / (p["h100_bf16_flops"] * p["mfu"]) / 3600
     rm = flops_h(6 * p["params_1p7b"] * p["rm_seeds"] * p["rm_epochs"] * p["train_reappraisals"] * p["rm_tokens_per_example"])
-    sft = flops_h(6 * p["params_1p7b"] * p["grm_sft_epochs"] * p["grm_sft_traces"] * p["grm_trace_tokens"])
-    # decode rate of the measured policy step (tokens per second on one GPU), scaled to the GRM's size
-    tokens = g["generations"] * (g["mean_completion_tokens"] or g["max_completion_length"])
-    policy_tok_s = tokens / max(g["generation_s"], 1e-9) / (4.8 / 3.35)
-    grm_tok_s = policy_tok_s * p["params_4b"] / p["params_1p7b"]
-    rl = p["grm_rl_steps"] * p["grm_rl_completions_per_step"] * p["grm_rl_completion_tokens"] / grm_tok_s / 3600 * 1.5
+    # decode rate of the measured policy step (tokens per second on an H100), scaled to the GRM's size
+    policy_tok_s = h100_decode_tokens_s(g, card_to_h100(ctx["device_name"]))
+    sft, rl = grm_hours(policy_tok_s)
     grpo = c["estimated_gpu_hours"]
     gen = p["eval_runs"] * p["eval_systems"] * p["answers_per_run"] * p["answer_tokens"] / policy_tok_s / 3600
     judge = None
@@ -541,24 +619,99 @@ def part_cluster_estimate(ctx: dict) -> dict:
                         "(6 × parameters × tokens); "
                         f"{p['train_reappraisals']} training reappraisals of ~{p['rm_tokens_per_example']} tokens, "
                         f"{p['grm_sft_traces']} GRM traces of ~{p['grm_trace_tokens']} tokens (the OSF data decide); "
-                        "decoding speed from this run's policy step (HF generate, batch 12), slowed by the H200/H100 "
-                        "bandwidth ratio and sped up by the parameter ratio for the 1.7B GRM; GRM RL = its decoding × 1.5 "
+                        "decoding speed from this run's policy step (HF generate, batch 12), scaled by the measuring "
+                        "card's bandwidth over the H100's and sped up by the parameter ratio for the 1.7B GRM; GRM RL = its decoding × 1.5 "
                         "for the update; evaluation generation with HF generate at batch 12 (vLLM is several times "
                         "faster); the judge's GPU-hours count 4 GPUs; policy GRPO per arm, 500 steps on 4×H100"),
     }
 
 
 PARTS: dict[str, Callable[[dict], dict]] = {
-    "rm": part_rm, "grm": part_grm, "grpo_vllm": part_grpo_vllm, "grpo": part_grpo,
+    "rm": part_rm, "grm": part_grm, "grpo_vllm": part_grpo_vllm, "eval_vllm": part_eval_vllm, "grpo": part_grpo,
     "committee_share": part_committee_share, "judge": part_judge, "cluster_estimate": part_cluster_estimate,
 }
-#: Seconds a part takes on one H200 (measured, or for grpo_vllm and judge expected), for ``--stop-s``: a part
-#: that would not end before it is not started (a part killed half-way measures nothing).
-EXPECTED_S = {"grpo": 240.0, "grpo_vllm": 150.0, "judge": 180.0}
+#: Seconds a part takes on one H200 (measured, or for grpo_vllm, eval_vllm and judge expected), for ``--stop-s``: a
+#: part that would not end before it is not started (a part killed half-way measures nothing).
+EXPECTED_S = {"grpo": 240.0, "grpo_vllm": 150.0, "eval_vllm": 120.0, "judge": 180.0}
+
+
+# ------------------------------------------------------------------------- the committed estimates
+
+#: The line of benchmarks/gpu/estimates.yaml after which :func:`write_estimates` writes; what follows it is replaced.
+MEASURED_MARKER = "# ---- measured: written by benchmarks/gpu/bench_gpu.py --estimates (run.sh); edits below are replaced ----"
+MEASURED_HEADER = """\
+# Each part's figures as its latest successful run measured them, with that run's card, date and versions (a run
+# that skips or fails a part keeps the figures before it); `stages`: the wall time per Snakemake job those
+# figures imply on the `card` above (`stage_estimates`: the paper preset's sizes in PAPER_RUN, each entry's
+# `from` and `assumes`). tests/test_slurm_limits.py holds the profile to the larger of a stage's entry above and
+# its entry here.
+"""
+
+
+def stage_estimates(parts: dict[str, dict]) -> dict[str, dict]:
+    """Wall and GPU-hours per Snakemake job of the paper preset from the measured ``parts`` (``{name: {"run": {...,
+    "device"}, "figures": {...}}}``), each scaled from the card it was measured on to an H100 SXM. Pure.
+
+    ``train_policy`` and ``train_grm`` (whose RL stage decodes like the policy) from the GRPO step decoded as the
+    paper preset decodes it (part ``grpo_vllm``; part ``grpo``, HF generate, where that was not measured);
+    ``generate_answers`` and ``generate_best_of_n`` from the evaluation's vLLM backend (part ``eval_vllm``)."""
+    p = PAPER_RUN
+    out: dict[str, dict] = {}
+
+    def entry(gpus: int, wall_h: float, source: str, assumes: str) -> dict:
+        wall = round(wall_h, 2)
+        return {"gpus": gpus, "wall_hours": wall, "gpu_hours": round(wall * gpus, 2), "from": source, "assumes": assumes}
+
+    step_part = next((n for n in ("grpo_vllm", "grpo") if n in parts), None)
+    if step_part is not None:
+        step, ratio = parts[step_part]["figures"], card_to_h100(parts[step_part]["run"]["device"])
+        out["train_policy"] = entry(4, p["grpo_steps"] * h100_step_s(step, ratio) / 3600, f"measured.parts.{step_part}",
+                                    f"{p['grpo_steps']} steps on 4 GPUs; {STEP_ASSUMPTIONS}")
+        sft, rl = grm_hours(h100_decode_tokens_s(step, ratio))
+        out["train_grm"] = entry(1, sft + rl, f"measured.parts.{step_part}",
+                                 f"SFT {sft:.2f} h from FLOPs at {p['mfu']:.0%} utilisation; RL {rl:.2f} h: "
+                                 f"{p['grm_rl_steps']} steps of {p['grm_rl_completions_per_step']} replies of "
+                                 f"{p['grm_rl_completion_tokens']} tokens at the policy step's decoding rate scaled by "
+                                 "the parameter ratio (4.02B/1.72B), x 1.5 for the update")
+    if "eval_vllm" in parts:
+        f = parts["eval_vllm"]["figures"]
+        tokens_s = f["completion_tokens"] / max(f["decode_s"], 1e-9) / card_to_h100(parts["eval_vllm"]["run"]["device"])
+        run_h = p["answers_per_run"] * p["answer_tokens"] / tokens_s / 3600
+        start_h = f["engine_start_s"] / 3600
+        assumes = (f"{p['eval_runs']} runs, each its own engine start; {p['answers_per_run']} answers a run of "
+                   f"{p['answer_tokens']} tokens at the measured batch's rate scaled by the card's bandwidth")
+        out["generate_answers"] = entry(1, p["eval_runs"] * (run_h + start_h), "measured.parts.eval_vllm", assumes)
+        out["generate_best_of_n"] = entry(1, p["eval_runs"] * (p["best_of_n"] * run_h + start_h),
+                                          "measured.parts.eval_vllm", f"{p['best_of_n']} candidates an answer; {assumes}")
+    return out
+
+
+def write_estimates(path: Path, results: dict[str, Part], machine: dict) -> dict:
+    """Write this run's successful parts into ``path``'s ``measured`` section (after :data:`MEASURED_MARKER`,
+    replacing what was there; the hand-written part above it is kept byte for byte) and the stage estimates they
+    imply; a part not measured this time keeps its earlier figures. Returns the section written."""
+    import yaml
+
+    text = path.read_text()
+    head = text.split(MEASURED_MARKER)[0].rstrip("\n") + "\n"
+    earlier = (yaml.safe_load(text) or {}).get("measured") or {}
+    parts = dict(earlier.get("parts") or {})
+    run_stamp = {k: machine[k] for k in ("device", "date", "torch", "transformers", "vllm")}
+    for name, part in results.items():
+        if part.status == "ok":
+            parts[name] = {"run": run_stamp, "figures": part.figures}
+    parts = {name: parts[name] for name in PARTS if name in parts}
+    section = {"parts": parts, "stages": stage_estimates(parts)}
+    body = yaml.safe_dump({"measured": json.loads(json.dumps(section, default=str))}, sort_keys=False, width=110,
+                          allow_unicode=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(f"{head}\n{MEASURED_MARKER}\n{MEASURED_HEADER}{body}")
+    tmp.replace(path)
+    return section
 
 
 def run(dry: bool, out: Path, only: list[str] | None = None, budget_s: float = 480.0,
-        stop_s: float | None = None) -> dict[str, Part]:
+        stop_s: float | None = None, estimates: Path | None = None) -> dict[str, Part]:
     import torch
 
     started = time.perf_counter()
@@ -568,7 +721,7 @@ def run(dry: bool, out: Path, only: list[str] | None = None, budget_s: float = 4
     results: dict[str, Part] = {}
     with tempfile.TemporaryDirectory(prefix="gpu_bench_") as work:
         ctx = {"dry": dry, "device": device, "dtype": dtype, "sizes": Sizes.dry() if dry else Sizes(), "tok": tokenizer(),
-               "workdir": work, "results": results}
+               "workdir": work, "results": results, "device_name": device_name(device)}
         for name, fn in PARTS.items():
             part = results[name] = Part(name)
             if only and name not in only:
@@ -596,8 +749,9 @@ def run(dry: bool, out: Path, only: list[str] | None = None, budget_s: float = 4
                 traceback.print_exc()
             print(f"[{time.perf_counter() - started:6.1f} s] {name}: {part.status}"
                   f"{' (' + part.reason + ')' if part.reason else ''}", flush=True)
-            write(out, results, machine(device, dry, started))  # after every part: a killed run keeps what it measured
-    write(out, results, machine(device, dry, started))
+            # after every part: a killed run keeps what it measured
+            write(out, results, machine(device, dry, started), estimates)
+    write(out, results, machine(device, dry, started), estimates)
     return results
 
 
@@ -611,12 +765,21 @@ def machine(device, dry: bool, started: float) -> dict:
         vllm = version("vllm")
     except Exception:  # not installed
         vllm = None
-    return {"device": torch.cuda.get_device_name(0) if device.type == "cuda" else platform.processor() or "cpu",
+    return {"device": device_name(device), "date": time.strftime("%Y-%m-%d", time.gmtime()),
             "torch": torch.__version__, "transformers": transformers.__version__, "vllm": vllm, "dry": dry,
             "seconds": round(time.perf_counter() - started, 1)}
 
 
-def write(out: Path, results: dict[str, Part], machine: dict) -> None:
+def device_name(device) -> str:
+    import torch
+
+    return torch.cuda.get_device_name(0) if device.type == "cuda" else platform.processor() or "cpu"
+
+
+def write(out: Path, results: dict[str, Part], machine: dict, estimates: Path | None = None) -> None:
+    """``<out>/gpu_bench.json`` and ``gpu_bench.md``; with ``estimates``, its ``measured`` section too."""
+    if estimates is not None and not machine["dry"]:
+        write_estimates(estimates, results, machine)
     out.mkdir(parents=True, exist_ok=True)
     doc = {"machine": machine, "parts": {n: p.__dict__ for n, p in results.items()}}
     (out / "gpu_bench.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
@@ -644,8 +807,13 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-s", type=float, default=480.0, help="start no part after this many seconds")
     ap.add_argument("--stop-s", type=float, default=None,
                     help="start no part expected to end after this many seconds (EXPECTED_S; not with --dry)")
+    ap.add_argument("--estimates", type=Path, default=None,
+                    help="write the measured parts into this file's `measured` section (benchmarks/gpu/estimates.yaml; "
+                         "not with --dry)")
     args = ap.parse_args(argv)
-    results = run(args.dry, args.out, args.only, args.budget_s, args.stop_s)
+    if args.dry and args.estimates is not None:
+        ap.error("--estimates records a GPU's figures; a dry run's are not figures")
+    results = run(args.dry, args.out, args.only, args.budget_s, args.stop_s, args.estimates)
     print((args.out / "gpu_bench.md").read_text())
     return 0 if all(p.status in {"ok", "skipped"} for p in results.values()) else 1
 

@@ -2,13 +2,17 @@
 # The GPU benchmark's one entry point, for a CUDA machine (Linux x86_64): install the cluster's lock
 # (requirements-gpu.lock: PyPI's CUDA torch 2.13.0, vLLM 0.30.0, DeepSpeed, the CPU lock's other pins, for
 # the Python its header names) into .venv-gpu, then measure within 8 minutes.
-#   bash benchmarks/gpu/run.sh [OUT_DIR]      -> OUT_DIR/gpu_bench.json and gpu_bench.md
+#   bash benchmarks/gpu/run.sh [OUT_DIR]      -> OUT_DIR/gpu_bench.json and gpu_bench.md, and the `measured`
+#                                                section of benchmarks/gpu/estimates.yaml (ESTIMATES; commit it)
 # What it measures by default (PARTS): the reward ensemble and the GRM (whose models the GRPO steps' committee
 # uses; the GRM also decodes one batch with vLLM), one GRPO step at the card's shapes with TRL's vLLM colocate
-# mode (the paper preset's policy.vllm), then the same step with HF generate, and the estimates drawn from
-# them. No part starts after BUDGET_S (default 420) seconds, nor when it would not end before STOP_S (470);
+# mode (the paper preset's policy.vllm), a batch of evaluation answers through the project's vLLM backend (the
+# paper preset's answers and best-of-N candidates), then the GRPO step with HF generate, and the estimates drawn
+# from them. No part starts after BUDGET_S (default 420) seconds, nor when it would not end before STOP_S (470);
 # the whole run is cut at 480 s, and the figures are written after every part. A part that cannot run (no
-# vLLM, out of memory, no time left) is reported with its reason; the others still run.
+# vLLM, out of memory, no time left) is reported with its reason; the others still run, and estimates.yaml keeps
+# the figures an earlier run measured for it (so PARTS="grpo committee_share cluster_estimate" on a second
+# machine completes what the first left out).
 # Environments:
 #   - PYTHON=/path/to/python of an environment that already holds the lock (a cluster's shared one): used as it
 #     is when its torch, transformers, trl and vllm are the lock's.
@@ -22,7 +26,8 @@ cd "$(dirname "$0")/../.." || exit 1
 OUT=${1:-benchmarks/gpu/results}
 BUDGET_S=${BUDGET_S:-420}
 STOP_S=${STOP_S:-470}
-PARTS=${PARTS:-rm grm grpo_vllm grpo committee_share cluster_estimate}
+PARTS=${PARTS:-rm grm grpo_vllm eval_vllm grpo committee_share cluster_estimate}
+ESTIMATES=${ESTIMATES:-benchmarks/gpu/estimates.yaml}
 LOCK=requirements-gpu.lock
 LOCK_PY=$(sed -n 's/^# python: //p' "$LOCK")
 
@@ -80,4 +85,5 @@ else
 fi
 
 # shellcheck disable=SC2086  # PARTS is a list of part names, split on purpose
-timeout 480 "$PY" benchmarks/gpu/bench_gpu.py --out "$OUT" --budget-s "$BUDGET_S" --stop-s "$STOP_S" --only $PARTS
+timeout 480 "$PY" benchmarks/gpu/bench_gpu.py --out "$OUT" --budget-s "$BUDGET_S" --stop-s "$STOP_S" \
+  --estimates "$ESTIMATES" --only $PARTS

@@ -30,7 +30,8 @@ def test_gpu_benchmark_dry_run_measures_every_part_or_says_why_not(tmp_path):
     assert all(isinstance(hours[k], float) and hours[k] > 0 for k in ("reward_models", "grm_sft", "policy_grpo_per_arm"))
     assert hours["judge_70b_tp4"].startswith("not measured")
     # what cannot run here is reported with its reason, never silently missing
-    assert parts["judge"]["status"] == "skipped" and parts["judge"]["reason"]
+    for name in ("judge", "grpo_vllm", "eval_vllm"):  # vLLM's parts need a GPU
+        assert parts[name]["status"] == "skipped" and parts[name]["reason"], name
     assert parts["grm"]["figures"]["vllm_generate"]["status"] == "skipped"
     table = (tmp_path / "gpu_bench.md").read_text()
     assert all(f"| {name} |" in table for name in parts)

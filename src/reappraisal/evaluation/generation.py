@@ -16,7 +16,8 @@ and two seeds give two independent samples.
 :func:`generate_vllm` is the GPU path (vLLM offline ``LLM.chat``); it builds
 the same records, each request sampled with its own seed (``seed + its
 index``: vLLM seeds every request apart, so one seed would repeat a
-scenario's samples). vLLM is installed from ``requirements-gpu.lock``; the
+scenario's samples); its two halves, :func:`vllm_engine` and :func:`chat_vllm`,
+are what the GPU benchmark times apart. vLLM is installed from ``requirements-gpu.lock``; the
 paper preset generates with it (``evaluation.generation.backend: vllm``),
 every arm's answers and best-of-N's candidates alike.
 """
@@ -91,8 +92,14 @@ def vllm_sampling_kwargs(decoding: Decoding, seed: int) -> dict:
 def generate_vllm(model_dir: str, conversations: Sequence[Sequence[Mapping[str, str]]], decoding: Decoding, *,
                   seed: int, engine_kwargs: Mapping | None = None) -> list[Completion]:
     """The same records as :func:`generate_hf`, from vLLM's offline chat API (GPU)."""
+    return chat_vllm(vllm_engine(model_dir, seed=seed, engine_kwargs=engine_kwargs), conversations, decoding,
+                     seed=seed)
+
+
+def vllm_engine(model_dir: str, *, seed: int, engine_kwargs: Mapping | None = None):
+    """A ``vllm.LLM`` of ``model_dir`` (``engine_kwargs``: the config's ``evaluation.generation.vllm``)."""
     try:
-        from vllm import LLM, SamplingParams
+        from vllm import LLM
     except ImportError:
         from ..errors import ConfigError
 
@@ -100,7 +107,14 @@ def generate_vllm(model_dir: str, conversations: Sequence[Sequence[Mapping[str, 
                           "envs/train.yaml install it on a GPU machine) or set evaluation.generation.backend: "
                           "transformers",
                           where="config evaluation.generation.backend") from None
-    llm = LLM(model=str(model_dir), seed=int(seed), **dict(engine_kwargs or {}))
+    return LLM(model=str(model_dir), seed=int(seed), **dict(engine_kwargs or {}))
+
+
+def chat_vllm(llm, conversations: Sequence[Sequence[Mapping[str, str]]], decoding: Decoding, *,
+              seed: int) -> list[Completion]:
+    """``llm``'s completions of ``conversations`` (through its chat template), as :func:`generate_hf` records."""
+    from vllm import SamplingParams
+
     # One seed per request: vLLM seeds each request's sampler with its own seed, so the same conversation asked
     # k times (an answer's k samples, best-of-N's N candidates) under one seed would come back k times alike.
     params = [SamplingParams(**vllm_sampling_kwargs(decoding, seed + i)) for i in range(len(conversations))]
