@@ -16,6 +16,7 @@ include: "workflow/rules/grm.smk"
 include: "workflow/rules/policy.smk"
 include: "workflow/rules/evaluation.smk"
 include: "workflow/rules/confirm.smk"
+include: "workflow/rules/calibration.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/summary.smk"
 

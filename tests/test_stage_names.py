@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "src" / "reappraisal"
 
 #: The stages, in the order they run.
-STAGES = ["data", "base_models", "reward", "grm", "policy", "evaluation", "confirm", "summary", "report"]
+STAGES = ["data", "base_models", "reward", "grm", "policy", "evaluation", "confirm", "summary", "calibration", "report"]
 #: Config sections of the data stage's rules besides ``data`` itself.
 DATA_RULE_SECTIONS = {"normalize", "split", "leakage"}
 #: Top-level config keys that are not a stage's section.
@@ -74,7 +74,12 @@ def test_config_sections_are_named_after_stages():
 
 @pytest.fixture(scope="module")
 def jobs():
-    return snakemake_jobs(REPO)
+    """Every job of the report's DAG and of the targets built only on request (workflow/dvc_stages.yaml)."""
+    found = snakemake_jobs(REPO)
+    mapping = yaml.safe_load((REPO / "workflow" / "dvc_stages.yaml").read_text())
+    for spec in (mapping.get("on_request") or {}).values():
+        found.update({r: j for r, j in snakemake_jobs(REPO, spec["target"]).items() if r in spec["rules"]})
+    return found
 
 
 def test_every_output_lies_in_its_stage_folder(jobs):

@@ -51,6 +51,8 @@ COMMANDS: dict[str, str] = {
     "generate-confirmation": "reappraisal.confirm.generation_io:cli_main",
     "confirm": "reappraisal.confirm.confirmation_io:cli_main",
     "summarize": "reappraisal.summary.summary_io:cli_main",
+    "world": "reappraisal.calibration.world_io:cli_main",
+    "calibration-summary": "reappraisal.calibration.coverage_io:cli_main",
     "report": "reappraisal.report.report_io:cli_main",
     "write-model-cards": "reappraisal.report.cards_io:cli_main",
     "trace": "reappraisal.provenance.trace_io:cli_main",

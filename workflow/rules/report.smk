@@ -34,10 +34,11 @@ rule report:
     params:
         cfg=lambda w: section_file("summary"),
         inputs=lambda w: get_report_manifest(),
+        calibration=lambda w: worlds_calibration_flag(),
     log:
         "logs/report.log",
     conda:
         "../../envs/report.yaml"
     shell:
         "python -m reappraisal report --out {output.html} --params {params.cfg:q}"
-        " --inputs {params.inputs:q} --model-cards {input.model_cards} 2>&1 | tee {log}"
+        " --inputs {params.inputs:q} --model-cards {input.model_cards} {params.calibration} 2>&1 | tee {log}"

@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..atomic import atomic_path
 from ..config import with_defaults
+from ..errors import PipelineInputError
 from ..evaluation.calibration_file import read_judge_calibration
 from ..params import parse_params
 from ..summary.texts import TABLE_TEXTS, fill, load_texts, percent
@@ -527,9 +528,34 @@ def render(context: Mapping[str, Any]) -> str:
     return _environment().get_template("report.html.j2").render(**context)
 
 
-def build_report(inputs: Mapping[str, Any], cfg: Mapping[str, Any], *, out: Path) -> str:
+def worlds_calibration(path: Path | None, sha256: str | None) -> dict[str, Any] | None:
+    """The latest calibration across worlds (``results/calibration/claims.csv``) for the claims ledger: per claim,
+    its false-hold rate and power with their counts, and the number of worlds. ``sha256`` is the hash the rule
+    saw (its command carries it, so a new calibration reruns the report); a file that changed since is refused."""
+    if path is None:
+        return None
+    actual = sha256_file(path)
+    if sha256 is not None and actual != sha256:
+        raise PipelineInputError("the calibration changed since this report's command was written; rerun it",
+                                 where=str(path))
+    table = pd.read_csv(path)
+    by_claim = {}
+    for r in table.to_dict("records"):
+        n_true = int(r["truth_holds"])
+        n_false = int(r["worlds"]) - n_true
+        by_claim[str(r["claim"])] = {"worlds": int(r["worlds"]), "false_holds": int(r["holds_when_false"]),
+                                     "truth_fails": n_false, "holds_when_true": int(r["holds_when_true"]),
+                                     "truth_holds": n_true, "false_hold_rate": r["false_hold_rate"],
+                                     "power": r["power"], "decided_by_design": bool(r["decided_by_design"])}
+    worlds = max((v["worlds"] for v in by_claim.values()), default=0)
+    return {"path": str(path), "sha256": actual, "worlds": worlds, "by_claim": by_claim}
+
+
+def build_report(inputs: Mapping[str, Any], cfg: Mapping[str, Any], *, out: Path,
+                 calibration: dict[str, Any] | None = None) -> str:
     artifacts = parse_manifest(inputs)
-    return render(build_context(artifacts, cfg, out=out, commit=git_commit()))
+    context = build_context(artifacts, cfg, out=out, commit=git_commit())
+    return render(dict(context, worlds_calibration=calibration))
 
 
 def cli_main(argv: Sequence[str]) -> int:
@@ -538,13 +564,17 @@ def cli_main(argv: Sequence[str]) -> int:
     ap.add_argument("--inputs", required=True, help="JSON object: artifact name -> path or {path, kind, arm}")
     ap.add_argument("--params", required=True)
     ap.add_argument("--model-cards", nargs="*", default=[], help="the regenerated model cards (README.md), linked and hashed")
+    ap.add_argument("--worlds-calibration", type=Path, default=None,
+                    help="the latest calibration's per-claim table (results/calibration/claims.csv), if one was run")
+    ap.add_argument("--worlds-calibration-sha256", default=None, help="its sha256 when the command was written")
     args = ap.parse_args(argv)
     cfg = parse_params(args.params)
     inputs = dict(parse_params(args.inputs))
     for path in args.model_cards:
         inputs[f"model card {Path(path).parent}"] = {"path": path, "kind": "model_card"}
     out = Path(args.out)
-    text = build_report(inputs, cfg, out=out)
+    text = build_report(inputs, cfg, out=out,
+                        calibration=worlds_calibration(args.worlds_calibration, args.worlds_calibration_sha256))
     with atomic_path(out, suffix=".html") as tmp:
         tmp.write_text(text, encoding="utf-8")
     print(f"report: {out} ({len(inputs)} inputs)")
