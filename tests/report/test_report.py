@@ -258,3 +258,32 @@ def test_every_summary_table_has_a_short_report_caption_and_the_files_keep_the_f
     estimand = json.loads((root / "results/summary/tables/index.json").read_text())[0]["estimand"]
     assert estimand in note and head["headline_method"].iloc[0] in note
     assert f"smallest p it can reach is {head['signflip_min_p'].min():.4f}" in note and "α = 0.05" in note
+
+
+def test_the_claims_ledger_shows_each_claim_s_false_hold_rate_and_power_from_the_latest_calibration(tmp_path,
+                                                                                                     monkeypatch):
+    from reappraisal.calibration.coverage import claim_calibration
+
+    root = tmp_path
+    build_fixture_report(root)
+    monkeypatch.chdir(root)
+    claims = json.loads(Path("results/summary/claims.json").read_text())["claims"]
+    ids = [c["id"] for c in claims if c["verdict"] in ("holds", "fails")][:2]
+    rows = [{"world": w, "claim": cid, "rule": "r", "rule_verdict": "holds" if (w + k) % 3 == 0 else "fails",
+             "truth_verdict": "fails" if w % 2 else "holds"} for w in range(6) for k, cid in enumerate(ids)]
+    calibration = Path("results/calibration/claims.csv")
+    calibration.parent.mkdir(parents=True)
+    claim_calibration(pd.DataFrame(rows)).to_csv(calibration, index=False)
+    digest = hashlib.sha256(calibration.read_bytes()).hexdigest()
+    args = ["report", "--out", "results/report.html", "--inputs", json.dumps(manifest(Path("."))),
+            "--params", json.dumps({"preset": "demo", "summary": {"bar": BAR}}),
+            "--worlds-calibration", str(calibration), "--worlds-calibration-sha256", digest]
+    assert cli(args) == 0
+    text = Path("results/report.html").read_text()
+    assert 'id="worlds-calibration"' in text and "Across 6 calibration worlds" in text
+    row = text[text.index(f'id="claim-{ids[0]}"'):]
+    row = htmllib.unescape(row[: row.index("</tr>")])
+    # world 0, 2, 4: truth holds, the rule holds in world 0 only (of them); worlds 1, 3, 5: truth fails, holds in 3
+    assert "false holds 1/3" in row and "power 1/3" in row and "6 worlds" in row
+    calibration.write_text(calibration.read_text() + "\n")  # changed since the command was written: refused
+    assert cli(args) != 0
