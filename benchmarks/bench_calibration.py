@@ -1,0 +1,79 @@
+"""The calibration across worlds from a fresh clone: its wall time per world and what it found.
+
+Clones the repository at ``--commit`` into a new folder (a fresh checkout), links the project's ``.venv``,
+sets ``calibration.worlds`` (and ``calibration.world_config`` from ``--world-config``, a YAML mapping) in the
+clone's demo preset, and times `python -m reappraisal run results/calibration/summary.csv --cores 2 --no-record`.
+Prints the wall time, the time per world, and the calibration's tables (``results/calibration/``).
+
+    python benchmarks/bench_calibration.py --worlds 1 --keep /tmp/cal1       # one world: the cost of one
+    python benchmarks/bench_calibration.py --worlds 8 --keep /tmp/cal8       # then many, on the same machine
+
+Run it with nothing else on the machine: every world uses both cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def clone(commit: str, dest: Path) -> Path:
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(dest)], check=True)
+    subprocess.run(["git", "checkout", "--quiet", commit], cwd=dest, check=True)
+    (dest / ".venv").symlink_to(REPO / ".venv")
+    return dest
+
+
+def set_calibration(root: Path, worlds: int, world_config: dict) -> None:
+    """Write the calibration's settings into the clone's demo preset (a text edit: comments stay)."""
+    path = root / "config.yaml"
+    text = path.read_text()
+    line = "    calibration: {}\n"
+    if line not in text:
+        raise SystemExit("config.yaml's demo preset has no `calibration: {}` line to set")
+    setting = {"worlds": worlds, **({"world_config": world_config} if world_config else {})}
+    text = text.replace(line, f"    calibration: {json.dumps(setting)}\n", 1)
+    path.write_text(text)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--worlds", type=int, required=True)
+    ap.add_argument("--commit", default="HEAD")
+    ap.add_argument("--world-config", default="{}", help="YAML mapping merged over the preset in every world")
+    ap.add_argument("--keep", type=Path, default=None, help="build in this folder and keep it")
+    a = ap.parse_args(argv)
+    commit = subprocess.run(["git", "rev-parse", a.commit], cwd=REPO, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    base = a.keep or Path(tempfile.mkdtemp(prefix="bench_calibration_"))
+    root = clone(commit, base / "repo")
+    set_calibration(root, a.worlds, yaml.safe_load(a.world_config) or {})
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    start = time.monotonic()
+    proc = subprocess.run([str(root / ".venv" / "bin" / "python"), "-m", "reappraisal", "run",
+                           "results/calibration/summary.csv", "--cores", "2", "--no-record"], cwd=root, env=env)
+    wall = time.monotonic() - start
+    print(f"\ncommit {commit[:10]}: {a.worlds} world(s) in {wall / 60:.1f} min ({wall / a.worlds / 60:.2f} min a world)"
+          f", exit {proc.returncode}")
+    out = root / "results" / "calibration"
+    for name in ("summary", "claims", "overoptimization", "truth_spread"):
+        path = out / f"{name}.csv"
+        if path.is_file():
+            print(f"\n{name}.csv\n" + pd.read_csv(path).to_markdown(index=False, floatfmt=".3f"))
+    return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
