@@ -192,3 +192,20 @@ def test_a_trainer_built_for_another_reporter_is_refused(tmp_path):
     trainer.args.report_to = []
     with pytest.raises(ValueError, match="not to 'dvclive'"):
         run_training(trainer, SimpleNamespace(path=tmp_path), tracking=Tracking("dvclive", tmp_path))
+
+
+def test_dvclive_writes_its_folder_in_a_git_repository_without_commits(tmp_path, monkeypatch):
+    """A fresh `git init` (an unpacked archive, the tests' clean copies) has no commit: the reporter still logs, into
+    its folder only (no DVC repository is created, no experiment saved)."""
+    import subprocess
+
+    from reappraisal.training.tracking import open_live
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    monkeypatch.chdir(tmp_path)
+    live = open_live(tmp_path / "dvclive" / "job", resume=False)
+    live.log_metric("loss", 0.5)
+    live.next_step()
+    live.end()
+    assert (tmp_path / "dvclive" / "job" / "metrics.json").is_file()
+    assert not (tmp_path / ".dvc").exists() and not (tmp_path / "dvc.yaml").exists()

@@ -115,10 +115,19 @@ OFF = Tracking("none", None)
 
 
 def open_live(live_dir: str | Path, *, resume: bool):
-    """A ``dvclive.Live`` writing into ``live_dir`` only (see the module doc)."""
+    """A ``dvclive.Live`` writing into ``live_dir`` only (see the module doc).
+
+    Its own look for a DVC repository and git history is skipped (``_init_dvc``, the one private name of
+    dvclive this project touches): it saves no experiment and writes no ``dvc.yaml`` here (the pipeline's
+    ``dvc.yaml`` lists the folder), and the look failed in a git repository without commits (a fresh
+    ``git init`` of an unpacked archive) and would ``dvc init`` a git repository that has no DVC."""
     from dvclive import Live
 
-    return Live(dir=str(live_dir), resume=resume, save_dvc_exp=False, dvcyaml=False)
+    class FolderLive(Live):
+        def _init_dvc(self):
+            self._save_dvc_exp = False
+
+    return FolderLive(dir=str(live_dir), resume=resume, save_dvc_exp=False, dvcyaml=False)
 
 
 def dvclive_callback(live_dir: str | Path, *, resume: bool):
