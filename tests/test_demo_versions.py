@@ -103,9 +103,9 @@ def test_a_retracted_claim_traces_to_raw_files_config_values_and_code(demo_run):
 def test_editing_one_config_value_marks_exactly_the_claims_downstream_of_it(demo_copy):
     config = demo_copy / "config.yaml"
     text = config.read_text()
-    old = "sft: {num_train_epochs: 3, learning_rate: 3.0e-3,"
+    old = "sft: {num_train_epochs: 3, learning_rate: 1.0e-3,"
     assert old in text
-    config.write_text(text.replace(old, "sft: {num_train_epochs: 3, learning_rate: 4.0e-3,"))
+    config.write_text(text.replace(old, "sft: {num_train_epochs: 3, learning_rate: 2.0e-3,"))
     # DVC's own judgement of which stages read the edited value ...
     status = json.loads(dvc(demo_copy, "status", "--json").stdout or "{}")
     edited = set(status)
