@@ -274,6 +274,10 @@ def test_the_claims_ledger_shows_each_claim_s_false_hold_rate_and_power_from_the
     calibration = Path("results/calibration/claims.csv")
     calibration.parent.mkdir(parents=True)
     claim_calibration(pd.DataFrame(rows)).to_csv(calibration, index=False)
+    pd.DataFrame([{"table": "headline", "method": "reported", "worlds": 6, "intervals": 60, "covered": 57,
+                   "coverage": 0.95, "coverage_low": 0.86, "coverage_high": 0.99, "miss_below": 0.03,
+                   "miss_above": 0.02, "median_width": 0.21}]).to_csv(calibration.with_name("summary.csv"),
+                                                                      index=False)
     digest = hashlib.sha256(calibration.read_bytes()).hexdigest()
     args = ["report", "--out", "results/report.html", "--inputs", json.dumps(manifest(Path("."))),
             "--params", json.dumps({"preset": "demo", "summary": {"bar": BAR}}),
@@ -285,5 +289,7 @@ def test_the_claims_ledger_shows_each_claim_s_false_hold_rate_and_power_from_the
     row = htmllib.unescape(row[: row.index("</tr>")])
     # world 0, 2, 4: truth holds, the rule holds in world 0 only (of them); worlds 1, 3, 5: truth fails, holds in 3
     assert "false holds 1/3" in row and "power 1/3" in row and "6 worlds" in row
+    coverage = text[text.index('id="worlds-coverage"'):]
+    assert "0.9500" in coverage[: coverage.index("</table>")]
     calibration.write_text(calibration.read_text() + "\n")  # changed since the command was written: refused
     assert cli(args) != 0

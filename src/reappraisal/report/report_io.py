@@ -548,7 +548,10 @@ def worlds_calibration(path: Path | None, sha256: str | None) -> dict[str, Any] 
                                      "truth_holds": n_true, "false_hold_rate": r["false_hold_rate"],
                                      "power": r["power"], "decided_by_design": bool(r["decided_by_design"])}
     worlds = max((v["worlds"] for v in by_claim.values()), default=0)
-    return {"path": str(path), "sha256": actual, "worlds": worlds, "by_claim": by_claim}
+    coverage_path = Path(path).with_name("summary.csv")  # written beside it by calibration-summary
+    coverage = pd.read_csv(coverage_path).to_dict("records") if coverage_path.is_file() else []
+    return {"path": str(path), "sha256": actual, "worlds": worlds, "by_claim": by_claim,
+            "coverage_path": str(coverage_path), "coverage": coverage}
 
 
 def build_report(inputs: Mapping[str, Any], cfg: Mapping[str, Any], *, out: Path,
