@@ -67,3 +67,16 @@ def test_the_log_s_overoptimization_verdict_is_set_against_the_truth_s():
     table = overoptimization_agreement(log, truth).set_index("arm")
     assert table.loc["a", "agree"] == 1 and table.loc["a", "truth_overoptimized"] == 2
     assert table.loc["b", "agreement"] == 1.0
+
+
+def test_the_calibration_s_numbers_are_latex_macros_named_after_their_row():
+    from reappraisal.calibration.coverage_io import calibration_numbers
+
+    coverage = interval_coverage(_intervals(0.80))
+    claims = claim_calibration(pd.DataFrame([{"world": w, "claim": "committee_beats_gpt4", "rule": "r",
+                                              "rule_verdict": "fails", "truth_verdict": "fails"} for w in range(3)]))
+    tex = calibration_numbers(50, coverage, claims)
+    assert "\\newcommand{\\CalibrationWorlds}{50}" in tex
+    assert f"\\newcommand{{\\CalibrationHeadlineReportedCoverage}}{{{coverage['coverage'].iloc[0]:.3f}}}" in tex
+    assert "\\newcommand{\\CalibrationCommitteeBeatsGptFourFalseHoldRate}{0.000}" in tex
+    assert "\\newcommand{\\CalibrationCommitteeBeatsGptFourPower}{--}" in tex  # its truth never held: no power

@@ -39,6 +39,7 @@ rule summarize_calibration:
         overoptimization="results/calibration/overoptimization.csv",
         spread="results/calibration/truth_spread.csv",
         worlds="results/calibration/worlds.json",
+        numbers="results/calibration/numbers.tex",
     params:
         folders=lambda w: " ".join(f"results/calibration/worlds/{x}" for x in CALIBRATION_WORLDS),
     log:
