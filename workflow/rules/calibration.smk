@@ -49,14 +49,3 @@ rule summarize_calibration:
     shell:
         "python -m reappraisal calibration-summary --worlds {params.folders} --out results/calibration 2>&1 | tee {log}"
 
-
-def worlds_calibration_flag():
-    """The report's latest calibration (results/calibration/claims.csv, when one was built): a parameter, not an
-    input, so the report never waits for the worlds nor rebuilds them; its sha256 in the command reruns the report
-    when a new calibration replaces it."""
-    path = Path("results/calibration/claims.csv")
-    if not path.is_file():
-        return ""
-    from reappraisal.file_hashes import sha256_file
-
-    return f"--worlds-calibration {path} --worlds-calibration-sha256 {sha256_file(path)}"

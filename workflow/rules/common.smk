@@ -332,3 +332,18 @@ def get_judge_inputs(wildcards):
         inputs["rm"] = [f"results/reward/seed{s}" for s in REWARD_SEEDS]
         inputs["grm"] = "results/grm/model"
     return inputs
+
+
+# -------------------------------------------------------------------- calibration
+
+
+def worlds_calibration_flag():
+    """The report's latest calibration (results/calibration/claims.csv, when one was built): a parameter, not an
+    input, so the report never waits for the worlds nor rebuilds them; its sha256 in the command reruns the report
+    when a new calibration replaces it."""
+    path = Path("results/calibration/claims.csv")
+    if not path.is_file():
+        return ""
+    from reappraisal.file_hashes import sha256_file
+
+    return f"--worlds-calibration {path} --worlds-calibration-sha256 {sha256_file(path)}"
