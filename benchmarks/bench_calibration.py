@@ -36,15 +36,19 @@ def clone(commit: str, dest: Path) -> Path:
 
 
 def set_calibration(root: Path, worlds: int, world_config: dict) -> None:
-    """Write the calibration's settings into the clone's demo preset (a text edit: comments stay)."""
+    """Set the calibration in the clone's demo preset (its one `calibration:` line; comments stay):
+    ``worlds``, and ``world_config`` merged over the preset's own."""
     path = root / "config.yaml"
-    text = path.read_text()
-    line = "    calibration: {}\n"
-    if line not in text:
-        raise SystemExit("config.yaml's demo preset has no `calibration: {}` line to set")
-    setting = {"worlds": worlds, **({"world_config": world_config} if world_config else {})}
-    text = text.replace(line, f"    calibration: {json.dumps(setting)}\n", 1)
-    path.write_text(text)
+    current = yaml.safe_load(path.read_text())["presets"]["demo"].get("calibration") or {}
+    setting = dict(current, worlds=worlds)
+    if world_config:
+        setting["world_config"] = {**(current.get("world_config") or {}), **world_config}
+    lines = path.read_text().splitlines(keepends=True)
+    at = [i for i, line in enumerate(lines) if line.startswith("    calibration:")]
+    if not at:
+        raise SystemExit("config.yaml's demo preset has no `calibration:` line to set")
+    lines[at[0]] = f"    calibration: {json.dumps(setting)}\n"
+    path.write_text("".join(lines))
 
 
 def main(argv=None) -> int:
