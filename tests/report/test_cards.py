@@ -88,6 +88,16 @@ def test_the_reward_model_card_shows_the_bradley_terry_model_beside_the_ensemble
     assert "0.6375" in card and "ensemble's 0.5500" in card and "difference 0.0875" in card
 
 
+def _committee_log(fell: bool, rng: np.random.Generator) -> pd.DataFrame:
+    """80 logged steps whose health checks all pass and whose log-only gold either falls from its peak by far more
+    than its noise (``fell``) or only wobbles."""
+    t = np.linspace(0, 1, 80)
+    drop = 0.3 * np.clip(t - 0.25, 0, None) if fell else 0.0
+    return pd.DataFrame({"step": np.arange(1, 81), "reward": rng.normal(-0.4, 0.02, 80), "kl": 0.02 * t,
+                         "rm_score": 0.2 * t, "grm_score": 0.45 + 0.1 * t,
+                         "gold": -0.35 - drop + rng.normal(0, 0.05, 80)})
+
+
 def test_a_run_whose_gold_fell_beyond_noise_is_not_called_healthy(tmp_path, monkeypatch):
     """Every health check passes, but the demo's log-only gold fell from its peak by far more than its noise: the card
     says gold fell and by how much, and never "healthy"; a gold that only wobbles keeps the verdict."""
@@ -95,17 +105,14 @@ def test_a_run_whose_gold_fell_beyond_noise_is_not_called_healthy(tmp_path, monk
     m = manifest(Path("."))
     log_path = tmp_path / "results/policy/committee/training_log.csv"
     rng = np.random.default_rng(4)
-    t = np.linspace(0, 1, 80)
-    log = pd.DataFrame({"step": np.arange(1, 81), "reward": rng.normal(-0.4, 0.02, 80), "kl": 0.02 * t,
-                        "rm_score": 0.2 * t, "grm_score": 0.45 + 0.1 * t,
-                        "gold": -0.35 - 0.3 * np.clip(t - 0.25, 0, None) + rng.normal(0, 0.05, 80)})
+    log = _committee_log(True, rng)
     log.to_csv(log_path, index=False)
     card = policy_card(CardInputs(parse_manifest(m), {"preset": "demo", "policy": POLICY}), "committee")
     assert json.loads((tmp_path / "results/policy/committee/health.json").read_text())["verdict"] == "healthy"
     assert "healthy" not in card
     assert "### Training health: **gold fell from its peak**" in card and "Gold fell:" in card
     assert "more than 2 standard errors" in card
-    log.assign(gold=-0.35 + rng.normal(0, 0.05, 80)).to_csv(log_path, index=False)
+    log.assign(gold=-0.35 + rng.normal(0, 0.05, 80)).to_csv(log_path, index=False)  # the same run, gold wobbling
     card = policy_card(CardInputs(parse_manifest(m), {"preset": "demo", "policy": POLICY}), "committee")
     assert "### Training health: **healthy**" in card and "is within 2 standard errors" in card
 
@@ -118,10 +125,7 @@ def test_on_the_demo_the_truths_along_training_decide_whether_gold_fell(tmp_path
     m = manifest(Path("."))
     log_path = tmp_path / "results/policy/committee/training_log.csv"
     rng = np.random.default_rng(4)
-    t = np.linspace(0, 1, 80)
-    log = pd.DataFrame({"step": np.arange(1, 81), "reward": rng.normal(-0.4, 0.02, 80), "kl": 0.02 * t,
-                        "rm_score": 0.2 * t, "grm_score": 0.45 + 0.1 * t, "gold": -0.35 + rng.normal(0, 0.05, 80)})
-    log.to_csv(log_path, index=False)
+    _committee_log(False, rng).to_csv(log_path, index=False)
     fit = {"arm": "committee", "best_step": 20, "best_truth": 0.53, "last_truth": 0.46, "gold_drop": 0.12,
            "gold_drop_se": 0.02}
 
@@ -135,7 +139,7 @@ def test_on_the_demo_the_truths_along_training_decide_whether_gold_fell(tmp_path
     flat = " ".join(card.split())
     assert "### Training health: **gold fell from its peak**" in card
     assert "fresh answers drawn at the kept checkpoints" in flat and "0.1200" in flat and "more than 3 standard" in flat
-    log.assign(gold=-0.35 - 0.3 * np.clip(t - 0.25, 0, None) + rng.normal(0, 0.05, 80)).to_csv(log_path, index=False)
+    _committee_log(True, rng).to_csv(log_path, index=False)
     card = card_with(fit | {"gold_drop": 0.03})
     assert "### Training health: **healthy**" in card and "is within 3 standard errors" in " ".join(card.split())
 

@@ -111,11 +111,3 @@ def claim_verdict_rows(world: int, claims: Iterable[Mapping]) -> list[dict]:
     return [{"world": world, "claim": c["id"], "rule": c.get("rule"), "rule_verdict": c.get("rule_verdict"),
              "truth_verdict": c.get("truth_verdict")} for c in claims]
 
-
-def claims_ledger_columns(calibration: pd.DataFrame | None) -> dict[str, dict]:
-    """Per claim, what the report's ledger shows beside its verdict: false-hold rate, power and worlds."""
-    if calibration is None or calibration.empty:
-        return {}
-    return {r["claim"]: {"false_hold_rate": r["false_hold_rate"], "power": r["power"], "worlds": int(r["worlds"]),
-                         "truth_held_rate": r["truth_held_rate"], "decided_by_design": bool(r["decided_by_design"])}
-            for r in calibration.to_dict("records")}

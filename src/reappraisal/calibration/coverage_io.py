@@ -45,10 +45,9 @@ def _read_csv(path: Path) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
-def world_intervals(world: int, tables: Path) -> pd.DataFrame:
-    """Every interval of one world that has a truth: the reported ones (``truth.csv``) and the headline table's
-    other methods."""
-    truth = _read_csv(tables / "truth.csv")
+def world_intervals(world: int, truth: pd.DataFrame, tables: Path) -> pd.DataFrame:
+    """Every interval of one world that has a truth: the reported ones (its ``truth.csv``, ``truth``) and the
+    headline table's other methods."""
     rows = [truth.assign(world=world, method=REPORTED)[["world", "table", "method", "low", "high", "truth"]]]
     head = _read_csv(tables / "headline.csv")
     head = head[head["truth"].notna()]
@@ -103,8 +102,9 @@ def summarize_worlds(folders: Sequence[Path], out: Path) -> dict:
     for folder in folders:
         world = int(folder.name)
         tables = folder / "results" / "summary" / "tables"
-        intervals.append(world_intervals(world, tables))
-        truths.append(_read_csv(tables / "truth.csv").assign(world=world))
+        truth = _read_csv(tables / "truth.csv")
+        intervals.append(world_intervals(world, truth, tables))
+        truths.append(truth.assign(world=world))
         ledger_path = folder / "results" / "summary" / "claims.json"
         if not ledger_path.is_file():
             raise PipelineInputError("a world's claims ledger is missing (build the world first)",

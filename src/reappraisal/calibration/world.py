@@ -21,10 +21,6 @@ from typing import Any, Mapping
 PROJECT_LINKS = ("Snakefile", "workflow", "envs", "src", "claims.yaml", "config.yaml", "dvc.yaml")
 #: What a world builds: the summary's tables and the claims ledger (its truths included).
 WORLD_TARGETS = ("results/summary/claims.json",)
-#: The files of a world's summary the calibration reads.
-WORLD_OUTPUTS = ("results/summary/claims.json", "results/summary/tables/truth.csv",
-                 "results/summary/tables/headline.csv", "results/summary/tables/overoptimization.csv",
-                 "results/summary/tables/trajectory_fit.csv")
 SETTINGS_FILE = "world.yaml"
 
 

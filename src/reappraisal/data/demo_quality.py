@@ -204,11 +204,24 @@ def _alternative_strength(clause: Sequence[str], scenario: Scenario) -> float:
     return 0.6 + 0.4 * min(1.0, specific / 2.0)
 
 
-def _reads_this_scenario_kindly(raw_clause: str, scenario: Scenario) -> bool:
-    """Whether a clause's reading may count as an alternative: its hedge is not negated, it runs nobody down and
-    it is about this scenario (:mod:`.demo_meaning`)."""
-    return (opens_reading(raw_clause) and not any(harms(raw_clause).values())
-            and foreign_names(raw_clause, scenario.people, scenario.other_people) == 0)
+@dataclass(frozen=True)
+class _ClauseMeaning:
+    """What one clause says (:mod:`.demo_meaning`): harmful readings, other scenarios' names, an open hedge."""
+
+    harms: int
+    foreign: int
+    opens: bool
+
+    @classmethod
+    def read(cls, raw_clause: str, scenario: Scenario) -> "_ClauseMeaning":
+        return cls(sum(harms(raw_clause).values()),
+                   foreign_names(raw_clause, scenario.people, scenario.other_people), opens_reading(raw_clause))
+
+    @property
+    def kind_reading(self) -> bool:
+        """Whether its reading may count as an alternative: its hedge is not negated, it runs nobody down and it
+        is about this scenario."""
+        return self.opens and self.harms == 0 and self.foreign == 0
 
 
 def _length_factor(n_words: int) -> float:
@@ -236,8 +249,9 @@ def read_quality(text: str, scenario: Scenario, fluency_model: FluencyModel) -> 
     flu = [fluency_model.fluency(c) for c in parts]
     fluency = sum(f * len(c) for f, c in zip(flu, parts)) / n_words
     address = max((f for f, c in zip(flu, parts) if any(x in SECOND_PERSON for x in c)), default=0.0)
-    alternatives = sorted((f * _alternative_strength(c, scenario) if _reads_this_scenario_kindly(raw, scenario)
-                           else 0.0 for f, (raw, c) in zip(flu, raw_parts)), reverse=True)
+    meanings = [_ClauseMeaning.read(raw, scenario) for raw, _ in raw_parts]  # clause marks end segments too
+    alternatives = sorted((f * _alternative_strength(c, scenario) if m.kind_reading else 0.0
+                           for f, c, m in zip(flu, parts, meanings)), reverse=True)
     alternative = (alternatives[0] + 0.3 * (alternatives[1] if len(alternatives) > 1 else 0.0)) if alternatives else 0.0
     seen_keywords: dict[str, float] = {}
     for f, c in zip(flu, parts):
@@ -248,10 +262,9 @@ def read_quality(text: str, scenario: Scenario, fluency_model: FluencyModel) -> 
     length_factor = _length_factor(n_words)
 
     hostility = 1.0 - math.exp(-unnegated_words(text, HOSTILE))
-    harm = 1.0 - math.exp(-sum(harms(text).values()))
+    harm = 1.0 - math.exp(-sum(m.harms for m in meanings))
     dismissive = min(1.0, dismissals(text) / 2.0)
-    off_scenario = 1.0 - math.exp(-sum(foreign_names(raw, scenario.people, scenario.other_people)
-                                       for raw, _ in raw_parts))
+    off_scenario = 1.0 - math.exp(-sum(m.foreign for m in meanings))
     content = [x for x in all_words if x not in FUNCTION_WORDS]
     repetition = (1.0 - len(set(content)) / len(content)) if len(content) >= 4 else 0.0
     scenario_trigrams = set(_trigrams(words(scenario.text)))
