@@ -29,7 +29,7 @@ DATA_RULE_SECTIONS = {"normalize", "split", "leakage"}
 #: Top-level config keys that are not a stage's section.
 GLOBAL_KEYS = {"preset", "seed", "presets"}
 #: Subpackages of the core layer (tests/test_import_layers.py), not stages.
-CORE_PACKAGES = {"stats", "provenance", "training"}
+CORE_PACKAGES = {"stats", "provenance", "training", "compat"}
 #: Config sections of core packages: what every trainer shares (``training.report_to``).
 CORE_SECTIONS = {"training"}
 

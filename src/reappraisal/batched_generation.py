@@ -13,7 +13,9 @@ cache rows are dropped) once they are a quarter of it, where ``generate`` keeps
 feeding them padding until the longest row is done. Answers vary in length (a
 demo batch's mean is about half its longest), so that halves the decoding work;
 every row's tokens are those
-``generate`` gives (a test compares the two, greedy and sampled). A prompt
+``generate`` gives (a test compares the two, greedy and sampled). Its KV cache writes into reserved positions
+and its steps hand the model a prebuilt attention mask (:func:`~reappraisal.compat.transformers.reserved_cache`,
+:func:`~reappraisal.compat.transformers.decoding_step_mask`: seams into transformers' cache and masks). A prompt
 that stands in a batch several times (sampled answers to one scenario) is read
 once and its cache copied to its rows (:func:`distinct_prompts`). Prompts that share a long prefix (a
 judge's instruction and scenario, before the two answers) are read in two passes: each shared prefix once,
@@ -36,6 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
+
+from .compat.transformers import decoding_step_mask, reserved_cache
 
 
 @dataclass(frozen=True)
@@ -196,52 +200,6 @@ def plan_shared_prefixes(rows: Sequence[Sequence[int]]) -> SharedPrefixes | None
     return best[1]
 
 
-def reserved_cache(model, reserve: int):
-    """A ``DynamicCache`` for ``model`` whose layers keep ``reserve`` free positions after the prompt, so a decoding
-    step writes its keys and values in place instead of copying the whole cache (``DynamicLayer`` concatenates
-    at every step: a truth-draw job of 5,120 answers took 16.5 s with it against 19.1 s without, two at once on
-    2 cores). The layers hand attention views of the filled positions, the same numbers ``DynamicLayer`` hands
-    it; a model with other layer kinds (sliding windows) gets the plain cache."""
-    import torch
-    from transformers import DynamicCache
-    from transformers.cache_utils import DynamicLayer
-
-    class ReservedLayer(DynamicLayer):
-        def update(self, key_states, value_states, *args, **kwargs):
-            if not self.is_initialized:
-                self.lazy_initialization(key_states, value_states)
-            if self.keys.numel() == 0:
-                self._store(key_states, value_states, reserve)
-                return self.keys, self.values
-            filled, new = self.keys.shape[-2], key_states.shape[-2]
-            if filled + new > self._k.shape[-2]:
-                self._store(self.keys, self.values, new + reserve)
-            self._k[..., filled:filled + new, :] = key_states
-            self._v[..., filled:filled + new, :] = value_states
-            self.keys, self.values = self._k[..., :filled + new, :], self._v[..., :filled + new, :]
-            return self.keys, self.values
-
-        def _store(self, keys, values, spare: int) -> None:
-            """Room for ``spare`` more positions after ``keys``/``values``, which are copied in."""
-            shape = (*keys.shape[:-2], keys.shape[-2] + spare, keys.shape[-1])
-            self._k = torch.empty(shape, dtype=keys.dtype, device=keys.device)
-            self._v = torch.empty(shape, dtype=values.dtype, device=values.device)
-            n = keys.shape[-2]
-            self._k[..., :n, :], self._v[..., :n, :] = keys, values
-            self.keys, self.values = self._k[..., :n, :], self._v[..., :n, :]
-
-        def batch_select_indices(self, indices) -> None:
-            if self.get_seq_length() > 0:
-                n = self.keys.shape[-2]
-                self._k, self._v = self._k[indices, ...], self._v[indices, ...]
-                self.keys, self.values = self._k[..., :n, :], self._v[..., :n, :]
-
-    cache = DynamicCache(config=model.config)
-    if all(type(layer) is DynamicLayer for layer in cache.layers):
-        cache.layers = [ReservedLayer() for _ in cache.layers]
-    return cache
-
-
 def next_tokens(processors, input_ids, scores):
     """Each row's next token: the argmax of ``processors``' scores (greedy search's choice). When the last
     processor draws (:func:`sampling_processors`), its drawn tokens are taken as they are, without the scores
@@ -313,20 +271,6 @@ def prefill(model, input_ids, attention_mask, cache, **forward):
         cache.batch_select_indices(copies)
         logits, mask = logits[copies], mask[copies]
     return logits, mask
-
-
-def decoding_step_mask(model) -> Callable:
-    """What a decoding step hands the model for a ``(rows, positions)`` padding mask: where some position is padded,
-    the 4D boolean mask transformers would build from it for SDPA, ``(rows, 1, 1, positions)`` (True: attend), when
-    the model runs SDPA over full attention only; else the 2D mask itself (unpadded, transformers hands SDPA no mask
-    at all, another kernel). A step's one query attends to every unpadded position, so the two are the same mask,
-    and the model's outputs are the same bytes; building it here spared a width-64 policy's step 0.12 of its
-    0.83 ms of mask building."""
-    config = getattr(model, "config", None)
-    full = all(kind == "full_attention" for kind in (getattr(config, "layer_types", None) or ["full_attention"]))
-    if getattr(config, "_attn_implementation", None) != "sdpa" or not full or getattr(config, "sliding_window", None):
-        return lambda mask: mask
-    return lambda mask: mask if bool(mask.all()) else mask.bool()[:, None, None, :]
 
 
 def decode_batch(model, input_ids, attention_mask, *, max_new_tokens: int, stop: Sequence[int],

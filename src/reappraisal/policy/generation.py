@@ -14,12 +14,15 @@ unbroken run draws at the same step.
 
 Only the settings this decoder reproduces take it: no vLLM, no continuous batching, no multimodal inputs,
 ``top_k`` 0, no ``min_p``, ``repetition_penalty`` 1, no extra ``generation_kwargs``. Any other setting goes
-through TRL's own path unchanged.
+through TRL's own path unchanged. Where TRL is entered (its private ``_generate_single_turn``, the padding and the
+generation context of its transformers path) is :mod:`reappraisal.compat.trl`.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from ..compat.trl import grpo_generation_model, grpo_left_padded_prompts, with_completion_sampler
 
 #: Mixes the step and the process into the seed of a step's draws (a large odd constant: distinct steps and
 #: processes never share a seed for any realistic run).
@@ -42,39 +45,21 @@ def decoder_applies(args: Any, *, is_vlm: bool) -> bool:
 def with_project_decoder(trainer_cls: type) -> type:
     """``trainer_cls`` (TRL's ``GRPOTrainer`` or a subclass) sampling completions with the project's decoder
     where :func:`decoder_applies` (module doc)."""
+    return with_completion_sampler(trainer_cls, sample_completions, decoder_applies, name="ProjectDecoded")
 
-    class ProjectDecoded(trainer_cls):
-        def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations,
-                                  has_tool_images=False):
-            if images is not None or multimodal_fields or not decoder_applies(self.args, is_vlm=self._is_vlm):
-                return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
-                                                     has_tool_images=has_tool_images)
-            import torch
-            from trl.models import unwrap_model_for_generation
-            from trl.trainer.utils import pad
 
-            from reappraisal.batched_generation import RowsOfBatch, decode_batch, sampling_processors
+def sample_completions(trainer, prompt_ids: list[list[int]]) -> list[list[int]]:
+    """Each prompt's completion (new token ids, up to and including its first stop token), drawn with the project's
+    decoder at ``trainer``'s sampling settings from the step's own generator (:func:`completion_seed`)."""
+    import torch
 
-            device = self.accelerator.device
-            prompts = [torch.tensor(ids) for ids in prompt_ids]
-            input_ids = pad(prompts, padding_value=self._tokenizer.pad_token_id, padding_side="left").to(device)
-            mask = pad([torch.ones_like(t) for t in prompts], padding_value=0, padding_side="left").to(device)
-            generator = torch.Generator().manual_seed(
-                completion_seed(self.args.seed, self.state.global_step, self.accelerator.process_index))
-            rows_of_batch = RowsOfBatch(len(prompts))
-            processors = sampling_processors(self.temperature, self.top_p, generator, rows_of_batch)
-            with (
-                unwrap_model_for_generation(
-                    self.model_wrapped, self.accelerator, gather_deepspeed3_params=self.args.ds3_gather_for_generation,
-                    gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
-                ) as unwrapped_model,
-                torch.no_grad(),
-                self._dist.summon_full_params(self.model_wrapped, recurse=False),
-            ):
-                completion_ids = decode_batch(unwrapped_model, input_ids, mask,
-                                              max_new_tokens=self.max_completion_length, stop=self.eos_token_ids,
-                                              processors=processors, rows_of_batch=rows_of_batch)
-            return completion_ids, None
+    from reappraisal.batched_generation import RowsOfBatch, decode_batch, sampling_processors
 
-    ProjectDecoded.__name__ = ProjectDecoded.__qualname__ = f"ProjectDecoded{trainer_cls.__name__}"
-    return ProjectDecoded
+    input_ids, mask = grpo_left_padded_prompts(trainer, prompt_ids)
+    generator = torch.Generator().manual_seed(
+        completion_seed(trainer.args.seed, trainer.state.global_step, trainer.accelerator.process_index))
+    rows_of_batch = RowsOfBatch(len(prompt_ids))
+    processors = sampling_processors(trainer.temperature, trainer.top_p, generator, rows_of_batch)
+    with grpo_generation_model(trainer) as unwrapped_model:
+        return decode_batch(unwrapped_model, input_ids, mask, max_new_tokens=trainer.max_completion_length,
+                            stop=trainer.eos_token_ids, processors=processors, rows_of_batch=rows_of_batch)

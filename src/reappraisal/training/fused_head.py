@@ -22,19 +22,11 @@ before every trainer trains.
 
 from __future__ import annotations
 
+from ..compat.trl import compact_fused_head_on_cpu
+
 
 def score_labelled_positions_only() -> None:
-    """Make TRL's fused LM head project only labelled positions on CPU (idempotent; CUDA and XPU as TRL does)."""
-    import trl.trainer.utils as trl_utils
+    """Make TRL's fused LM head project only labelled positions on CPU (idempotent; CUDA and XPU as TRL does).
 
-    upstream = trl_utils._use_triton
-    if hasattr(upstream, "upstream"):  # applied already
-        return
-
-    def compact_on_cpu(device) -> bool:
-        return device.type == "cpu" or upstream(device)
-
-    compact_on_cpu.upstream = upstream  # TRL's own choice
-    # `_fused_forward` reads the module global at every call: it decides only whether the masked positions are
-    # dropped before the projection (the kernel module keeps its own for choosing Triton)
-    trl_utils._use_triton = compact_on_cpu
+    The replacement of TRL's private choice is :func:`reappraisal.compat.trl.compact_fused_head_on_cpu`."""
+    compact_fused_head_on_cpu()

@@ -8,9 +8,11 @@ step's examples, their loss normalised as over the whole batch, and so its gradi
 order of the sums differs (the last bits). Evaluation and batches that are not right-padded are left as they are.
 
 - :func:`in_length_parts`: TRL's ``SFTTrainer`` (the GRM's and the demo judge's SFT); each part's token-sum loss over the whole
-  batch's label count, the logged entropy and token accuracy pooled over the parts as TRL pools them over a batch.
+  batch's label count, the logged entropy and token accuracy pooled over the parts as TRL pools them over a batch
+  (its logged values through :func:`reappraisal.compat.trl.train_metrics`).
 - :func:`classifier_in_length_parts`: TRL's ``RewardTrainer`` (the Bradley-Terry model); the classifier's logits
-  computed by part and put back in the batch's order, TRL's loss on them.
+  computed by part and put back in the batch's order, TRL's loss on them
+  (:func:`reappraisal.compat.trl.with_reward_forward`: how TRL's loss calls the model).
 - :func:`fused_head_loss_in_parts`: a loop's loss through TRL's fused LM head (the warm start).
 - The reward models' trainer sums its masked squared errors by part (``reward/train_io.py``).
 """
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
+
+from ..compat.trl import train_metrics, with_reward_forward
 
 #: What one more part costs, in padded positions: its forward and backward calls (a few milliseconds for a tiny
 #: model, against about 70 microseconds a position for the width-128 GRM).
@@ -112,7 +116,7 @@ def in_length_parts(trainer_cls: type) -> type:
                                             num_items_in_batch=num_items_in_batch)
             if num_items_in_batch is None:  # what each part's loss is normalised by: the whole batch's labels
                 num_items_in_batch = _label_count(labels)
-            metrics = self._metrics["train"]
+            metrics = train_metrics(self)
             start = {key: len(metrics[key]) for key in POOLED_METRICS}
             loss, weights = 0, []
             for rows, width in parts:
@@ -159,13 +163,4 @@ class _ForwardInParts:
 def classifier_in_length_parts(trainer_cls: type) -> type:
     """``trainer_cls`` (TRL's ``RewardTrainer``) whose training forward runs a batch in length-sorted parts, each
     trimmed to its longest row; the loss is TRL's, on the same logits in the same order (module doc)."""
-
-    class ClassifierInLengthParts(trainer_cls):
-        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-            if model.training and not return_outputs and "attention_mask" in inputs:
-                model = _ForwardInParts(model)
-            return super().compute_loss(model, inputs, return_outputs=return_outputs,
-                                        num_items_in_batch=num_items_in_batch)
-
-    ClassifierInLengthParts.__name__ = ClassifierInLengthParts.__qualname__ = f"InLengthParts{trainer_cls.__name__}"
-    return ClassifierInLengthParts
+    return with_reward_forward(trainer_cls, _ForwardInParts, name="InLengthParts")

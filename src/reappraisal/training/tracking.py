@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..compat.dvclive import live_outside_dvc
+from ..compat.transformers import dvclive_callback as job_dvclive_callback
 from ..errors import ConfigError
 
 #: The reporters ``training.report_to`` accepts (the schema's enum).
@@ -117,37 +119,17 @@ OFF = Tracking("none", None)
 def open_live(live_dir: str | Path, *, resume: bool):
     """A ``dvclive.Live`` writing into ``live_dir`` only (see the module doc).
 
-    Its own look for a DVC repository and git history is skipped (``_init_dvc``, the one private name of
-    dvclive this project touches): it saves no experiment and writes no ``dvc.yaml`` here (the pipeline's
-    ``dvc.yaml`` lists the folder), and the look failed in a git repository without commits (a fresh
-    ``git init`` of an unpacked archive) and would ``dvc init`` a git repository that has no DVC."""
-    from dvclive import Live
-
-    class FolderLive(Live):
-        def _init_dvc(self):
-            self._save_dvc_exp = False
-
-    return FolderLive(dir=str(live_dir), resume=resume, save_dvc_exp=False, dvcyaml=False)
+    Its own look for a DVC repository and git history is skipped
+    (:func:`reappraisal.compat.dvclive.live_outside_dvc`): it saves no experiment and writes no ``dvc.yaml`` here
+    (the pipeline's ``dvc.yaml`` lists the folder), and the look failed in a git repository without commits (a
+    fresh ``git init`` of an unpacked archive) and would ``dvc init`` a git repository that has no DVC."""
+    return live_outside_dvc(dir=str(live_dir), resume=resume, save_dvc_exp=False, dvcyaml=False)
 
 
 def dvclive_callback(live_dir: str | Path, *, resume: bool):
-    """transformers' DVCLive reporter writing into ``live_dir``, at the trainer's global step."""
-    from transformers.integrations import DVCLiveCallback
-
-    class JobDVCLive(DVCLiveCallback):
-        def setup(self, args, state, model):
-            if state.is_world_process_zero and self.live is None:
-                self.live = open_live(live_dir, resume=resume)
-            super().setup(args, state, model)
-
-        def on_log(self, args, state, control, model=None, logs=None, **kwargs):
-            if not self._initialized:
-                self.setup(args, state, model)
-            if state.is_world_process_zero:
-                self.live.step = state.global_step  # not one step per log call: evaluation logs its own
-            super().on_log(args, state, control, model=model, logs=logs, **kwargs)
-
-    return JobDVCLive(log_model=False)
+    """transformers' DVCLive reporter writing into ``live_dir``, at the trainer's global step
+    (:func:`reappraisal.compat.transformers.dvclive_callback`)."""
+    return job_dvclive_callback(lambda: open_live(live_dir, resume=resume))
 
 
 class StepLog:
