@@ -55,6 +55,8 @@ def sft_batch(tmp_path_factory):
 def _loss_grads_metrics(trainer_cls, sft_batch, tmp_path):
     from trl import SFTTrainer  # noqa: F401  (the class under test wraps it)
 
+    from reappraisal.compat.trl import train_metrics
+
     model, args, data, tokenizer, batch = sft_batch
     trainer = trainer_cls(model=model, args=args, train_dataset=data, processing_class=tokenizer)
     model.train()
@@ -63,7 +65,7 @@ def _loss_grads_metrics(trainer_cls, sft_batch, tmp_path):
     loss = trainer.compute_loss(model, dict(batch), num_items_in_batch=n)
     loss.backward()
     grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
-    metrics = {k: list(v) for k, v in trainer._metrics["train"].items()}
+    metrics = {k: list(v) for k, v in train_metrics(trainer).items()}
     return loss.detach(), grads, metrics
 
 
