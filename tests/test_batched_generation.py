@@ -176,7 +176,8 @@ def test_prompts_sharing_a_long_prefix_are_read_in_two_passes_and_decode_as_gene
 
 
 def test_a_decoding_step_given_the_prebuilt_mask_computes_the_same_bytes(policy_with_frequent_stops):
-    from reappraisal.batched_generation import decoding_step_mask, prefill, reserved_cache
+    from reappraisal.batched_generation import prefill
+    from reappraisal.compat.transformers import decoding_step_mask, reserved_cache
 
     model, tokenizer, prompts = policy_with_frequent_stops
     batch = tokenizer.pad({"input_ids": tokenizer(prompts[:6], add_special_tokens=False)["input_ids"]},
@@ -199,7 +200,7 @@ def test_a_decoding_step_given_the_prebuilt_mask_computes_the_same_bytes(policy_
 def test_models_whose_mask_is_not_plain_sdpa_get_the_padding_mask_as_it_is():
     from types import SimpleNamespace
 
-    from reappraisal.batched_generation import decoding_step_mask
+    from reappraisal.compat.transformers import decoding_step_mask
 
     mask = torch.ones((2, 5), dtype=torch.long)
     for config in (SimpleNamespace(_attn_implementation="eager", layer_types=None, sliding_window=None),
@@ -210,7 +211,7 @@ def test_models_whose_mask_is_not_plain_sdpa_get_the_padding_mask_as_it_is():
 
 def test_an_unpadded_decoding_step_keeps_the_mask_free_kernel(policy_with_frequent_stops):
     """Without padding transformers hands SDPA no mask, whose kernel rounds otherwise than a masked one's."""
-    from reappraisal.batched_generation import decoding_step_mask, reserved_cache
+    from reappraisal.compat.transformers import decoding_step_mask, reserved_cache
 
     model, tokenizer, prompts = policy_with_frequent_stops
     ids = torch.tensor([tokenizer(prompts[0], add_special_tokens=False)["input_ids"]] * 3)
