@@ -12,7 +12,6 @@ import yaml
 from reappraisal.config import _load_schema, with_defaults
 from reappraisal.base_models.tiny import TinyArchitecture
 from reappraisal.policy.committee import FormatGate
-from reappraisal.policy.health import HealthThresholds
 from reappraisal.reward.train_io import RewardTrainConfig
 
 
@@ -25,7 +24,6 @@ def _schema_section(*path: str) -> dict:
 
 @pytest.mark.parametrize("cls, path", [
     (FormatGate, ("policy", "format_gate")),
-    (HealthThresholds, ("policy", "health")),
     (TinyArchitecture, ("base_models", "tiny")),
 ])
 def test_dataclass_defaults_are_the_schemas(cls, path):
@@ -49,8 +47,6 @@ NOT_CONFIG_FALLBACKS = {
     ("grm/training_summary.py", "sft"): "reads the GRM's training summary JSON, not config",
     ("grm/training_summary.py", "grpo"): "reads the GRM's training summary JSON, not config",
     ("workflow_dvc.py", "files"): "reads workflow/dvc_stages.yaml, not config",
-    ("policy/arms.py", "w_rm"): "an arm's missing weight is 0 by definition; an external arm may carry none, so the schema cannot fill it",
-    ("policy/arms.py", "w_grm"): "an arm's missing weight is 0 by definition; an external arm may carry none, so the schema cannot fill it",
     ("data/sources.py", "delimiter"): "the delimiter follows the file's format (a tab for tsv), which the schema cannot express",
     ("evaluation/judging_io.py", "opponents"): "null means the headline opponent: the value of another setting",
     ("training/run.py", "max_steps"): "reads a checkpoint's trainer state, not config",
@@ -184,7 +180,7 @@ def test_every_settings_dataclass_has_no_defaults_or_the_schemas():
     assert not wrong, "\n".join(line for found in wrong for line in found)
     # the scan sees the settings classes (a rename that hid one would make this test pass vacuously)
     seen = {key.split()[-1] for key in verdicts}
-    assert {"FormatGate", "HealthThresholds", "TinyArchitecture", "RewardTrainConfig", "Decoding", "CommitteeWeights"} <= seen
+    assert {"FormatGate", "TinyArchitecture", "RewardTrainConfig", "Decoding", "CommitteeWeights"} <= seen
 
 
 def test_the_dataclass_scan_finds_a_default_that_disagrees(tmp_path):

@@ -133,6 +133,7 @@ def _every_trainers_arguments(tracking, tmp_path: Path) -> dict[str, dict]:
     from reappraisal.evaluation.demo_judge_io import judge_training_args
     from reappraisal.grm.train_io import _trainer_args
     from reappraisal.policy.train_io import grpo_settings
+    from reappraisal.settings import PolicySettings
     from reappraisal.reward.bradley_terry_io import BradleyTerryConfig, reward_config_args
     from reappraisal.reward.train_io import RewardTrainConfig, training_arguments
 
@@ -143,7 +144,7 @@ def _every_trainers_arguments(tracking, tmp_path: Path) -> dict[str, dict]:
         "bradley_terry": reward_config_args(BradleyTerryConfig.from_section({}), tmp_path, seed=0, bf16=False,
                                             use_cpu=True, tracking=tracking),
         "grm": grm,
-        "policy arm": grpo_settings({}, seed=0, output_dir=tmp_path, bf16_capable=False, tracking=tracking),
+        "policy arm": grpo_settings(PolicySettings(), seed=0, output_dir=tmp_path, bf16_capable=False, tracking=tracking),
         "demo judge": judge_training_args(with_defaults("evaluation", {})["demo_judge"], tmp_path, seed=0, bf16=False,
                                           use_cpu=True, tracking=tracking),
     }

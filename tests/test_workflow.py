@@ -146,6 +146,7 @@ def test_paper_preset_dry_run_is_the_dag_a_cluster_user_gets(clean_copy):
     from reappraisal.config import load_config
     from reappraisal.evaluation.systems import best_of_n_systems, evaluated_instances
     from reappraisal.policy.arms import parse_arms
+    from reappraisal.settings import PolicySettings
 
     cfg = (clean_copy / "config.yaml").read_text().replace("preset: demo", "preset: paper", 1)
     (clean_copy / "config.yaml").write_text(cfg)
@@ -153,7 +154,7 @@ def test_paper_preset_dry_run_is_the_dag_a_cluster_user_gets(clean_copy):
     counts, resources = _dry_run_jobs(proc.stdout + proc.stderr)
     paper = load_config(clean_copy / "config.yaml")
     ev = paper["evaluation"]
-    trained = sum(len(a.seeds) for a in parse_arms(paper["policy"]).values() if not a.external)
+    trained = sum(len(a.seeds) for a in parse_arms(PolicySettings.from_config(paper["policy"])).values() if not a.external)
     models = sum(1 for o in ev["opponents"].values() if o["source"] == "model")
     expected = {
         "train_reward_model": len(paper["reward"]["seeds"]),  # the ensemble: one job per seed

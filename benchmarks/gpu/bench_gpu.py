@@ -374,6 +374,7 @@ def _grpo_step(ctx: dict, vllm: dict) -> dict:
     from reappraisal.policy.prompts import prompt_rows
     from reappraisal.policy.reward_adapter import CommitteeReward
     from reappraisal.policy.train_io import grpo_settings
+    from reappraisal.settings import PolicySettings
 
     s, tok, device, dtype, dry = ctx["sizes"], ctx["tok"], ctx["device"], ctx["dtype"], ctx["dry"]
     if "rm_scorer" not in ctx or "grm_model" not in ctx:
@@ -389,7 +390,8 @@ def _grpo_step(ctx: dict, vllm: dict) -> dict:
                    per_device_train_batch_size=s.generations, max_completion_length=s.completion_length,
                    use_cpu=dry, bf16=not dry, gradient_checkpointing=not dry,
                    vllm=vllm, gold_scorer=None)
-    settings = grpo_settings(section, seed=0, output_dir=Path(ctx["workdir"]) / "grpo", bf16_capable=not dry)
+    settings = grpo_settings(PolicySettings.from_config(section), seed=0, output_dir=Path(ctx["workdir"]) / "grpo",
+                             bf16_capable=not dry)
     settings.update(report_to="none", save_strategy="no", logging_steps=1)
     args = GRPOConfig(**settings)
     references = {v.vignette_id: v.gpt4[0] for v in TRAIN_VIGNETTES}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -36,6 +37,12 @@ RENAMED_KEYS: dict[str, str] = {
     "evaluation.demo_judge.epochs": "evaluation.demo_judge.num_train_epochs",
     "evaluation.demo_judge.batch_size": "evaluation.demo_judge.per_device_train_batch_size",
 }
+
+
+#: A policy arm's name (``policy.arms``; a folder in ``results/policy/``), and the one name an arm may not
+#: take: the demo's warm start has that folder.
+ARM_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+WARM_START = "warm_start"
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -73,6 +80,7 @@ def validate_config(config: dict[str, Any], schema_path: Path = SCHEMA_PATH) -> 
     import jsonschema
 
     check_renamed_keys(config)
+    check_arm_names(config.get("policy"))
     schema = _load_schema(schema_path)
     validator_cls = _validator_with_defaults(jsonschema.Draft202012Validator)
     errors = sorted(validator_cls(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
@@ -116,6 +124,18 @@ def check_renamed_keys(config: Mapping[str, Any]) -> None:
                 break
         else:
             raise ConfigError(f"renamed to '{new}' (one spelling per setting in every stage)", where=f"config key '{old}'")
+
+
+def check_arm_names(policy: Any) -> None:
+    """Refuse an arm name with the reason, before the schema (whose message could not say why)."""
+    arms = policy.get("arms") if isinstance(policy, Mapping) else None
+    for name in arms if isinstance(arms, Mapping) else ():
+        where = f"config key 'policy.arms.{name}'"
+        if not ARM_NAME.match(name):
+            raise ConfigError("arm names are lowercase letters, digits and '_'", where=where)
+        if name == WARM_START:
+            raise ConfigError(f"{WARM_START!r} names the warm start's folder in results/policy/; pick another arm "
+                              "name", where=where)
 
 
 def _short_message(err) -> str:
@@ -164,6 +184,7 @@ def with_defaults(section: str, values: Mapping[str, Any] | None, schema_path: P
     if section not in whole["properties"]:
         raise KeyError(f"the config schema has no section {section!r}")
     check_renamed_keys({section: values or {}})
+    check_arm_names(values if section == "policy" else None)
     sub = {**whole["properties"][section], "$defs": whole.get("$defs", {})}
     out = copy.deepcopy(dict(values or {}))
     validator_cls = _validator_with_defaults(jsonschema.Draft202012Validator)

@@ -8,9 +8,10 @@ import pytest
 from reappraisal.errors import ConfigError
 from reappraisal.evaluation.best_of_n import choose, parse_best_of_n, pooled_groups
 from reappraisal.policy.arms import arm_instances
+from reappraisal.settings import PolicySettings
 
-POLICY = {"arms": {"committee": {"w_rm": 0.5, "w_grm": 0.5}, "v1": {"reward": "bradley_terry", "seeds": [0, 1]}},
-          "seeds": [0]}
+POLICY = PolicySettings.from_config({"arms": {"committee": {"w_rm": 0.5, "w_grm": 0.5},
+                                              "v1": {"reward": "bradley_terry", "seeds": [0, 1]}}, "seeds": [0]})
 
 
 def test_declarations_name_one_system_per_seed_and_pool_those_of_an_arm_with_seeds():

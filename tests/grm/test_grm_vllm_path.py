@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from reappraisal.config import load_config, with_defaults
+from reappraisal.settings import GrmSettings
 from reappraisal.training.vllm_colocate import PROMPT_ROOM, vllm_settings
 from tests.fake_vllm import FakeLLM
 
@@ -23,10 +24,10 @@ REPLIES = ["Slot A offers another reading.\nANSWER: A", "Slot B is kinder.\nANSW
 def test_the_paper_preset_samples_the_grm_rl_stage_with_vllm_and_the_demo_does_not():
     paper, demo = (load_config(overrides={"preset": preset})["grm"] for preset in ("paper", "demo"))
     assert paper["vllm"] == load_config(overrides={"preset": "paper"})["policy"]["vllm"]  # one set of settings
-    assert vllm_settings(paper["vllm"], max_completion_length=paper["grpo"]["max_completion_length"]) == {
+    assert vllm_settings(GrmSettings.from_config(paper).vllm, max_completion_length=paper["grpo"]["max_completion_length"]) == {
         "use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.3,
         "vllm_tensor_parallel_size": 1, "vllm_max_model_length": 1024 + PROMPT_ROOM, "vllm_enable_sleep_mode": False}
-    assert not demo["vllm"]["enabled"] and vllm_settings(demo["vllm"], max_completion_length=1024) == {}
+    assert not demo["vllm"]["enabled"] and vllm_settings(GrmSettings.from_config(demo).vllm, max_completion_length=1024) == {}
     assert with_defaults("grm", {})["vllm"] == demo["vllm"]  # the demo writes no grm.vllm of its own
 
 

@@ -7,10 +7,11 @@ import pytest
 from reappraisal.errors import ConfigError
 from reappraisal.evaluation.opponents import parse_opponents
 from reappraisal.policy.arms import arm_instance, arm_instances, instance_groups, parse_arms
+from reappraisal.settings import PolicySettings
 
 
 def test_a_bradley_terry_arm_is_the_rm_only_committee_on_one_model():
-    arm = parse_arms({"arms": {"v1": {"reward": "bradley_terry"}}, "seeds": [0]})["v1"]
+    arm = parse_arms(PolicySettings.from_config({"arms": {"v1": {"reward": "bradley_terry"}}, "seeds": [0]}))["v1"]
     assert arm.reward == "bradley_terry" and arm.trained
     assert arm.weights.uses_rm and not arm.weights.uses_grm and arm.weights.w_rm == 1.0
 
@@ -23,13 +24,13 @@ def test_a_bradley_terry_arm_is_the_rm_only_committee_on_one_model():
 ])
 def test_bad_arm_declarations_are_refused_naming_the_arm(spec, words):
     with pytest.raises(ConfigError) as err:
-        parse_arms({"arms": {"a": spec}, "seeds": [0]})
+        parse_arms(PolicySettings.from_config({"arms": {"a": spec}, "seeds": [0]}))
     assert words in str(err.value) and "policy.arms.a" in str(err.value)
 
 
 def test_each_seed_is_an_instance_and_one_seed_keeps_the_arm_name():
-    policy = {"arms": {"committee": {"w_rm": 0.5, "w_grm": 0.5}, "v1": {"reward": "bradley_terry", "seeds": [0, 3]}},
-              "seeds": [0]}
+    policy = PolicySettings.from_config({"arms": {"committee": {"w_rm": 0.5, "w_grm": 0.5},
+                                                  "v1": {"reward": "bradley_terry", "seeds": [0, 3]}}, "seeds": [0]})
     instances = arm_instances(policy)
     assert list(instances) == ["committee", "v1-seed0", "v1-seed3"]
     assert instance_groups(policy) == {"v1": ["v1-seed0", "v1-seed3"]}
@@ -40,7 +41,8 @@ def test_each_seed_is_an_instance_and_one_seed_keeps_the_arm_name():
 
 
 def test_policy_seeds_apply_to_every_arm_without_its_own():
-    instances = arm_instances({"arms": {"a": {"w_rm": 1.0}, "b": {"w_rm": 1.0, "seeds": [5]}}, "seeds": [0, 1]})
+    instances = arm_instances(PolicySettings.from_config({"arms": {"a": {"w_rm": 1.0}, "b": {"w_rm": 1.0, "seeds": [5]}},
+                                                         "seeds": [0, 1]}))
     assert list(instances) == ["a-seed0", "a-seed1", "b"]
 
 

@@ -2,7 +2,8 @@
 
 import math
 
-from reappraisal.policy.health import HealthThresholds, health_verdict, training_log_rows
+from reappraisal.policy.health import health_verdict, training_log_rows
+from reappraisal.settings import HealthSettings
 
 
 def _row(step, **kw):
@@ -12,7 +13,7 @@ def _row(step, **kw):
     return base
 
 
-T = HealthThresholds(kl_max=0.5, entropy_min_ratio=0.3, reward_std_min=0.05, frac_zero_std_max=0.5,
+T = HealthSettings(kl_max=0.5, entropy_min_ratio=0.3, reward_std_min=0.05, frac_zero_std_max=0.5,
                      clipped_ratio_max=0.2, gate_pass_min=0.5, window=2)
 
 
@@ -52,5 +53,5 @@ def test_log_rows_from_trl_history():
 
 
 def test_thresholds_from_config():
-    t = HealthThresholds.from_config({"kl_max": 2.0, "window": 5})
-    assert t.kl_max == 2.0 and t.window == 5 and t.entropy_min_ratio == HealthThresholds().entropy_min_ratio
+    t = HealthSettings.from_config({"kl_max": 2.0, "window": 5})
+    assert t.kl_max == 2.0 and t.window == 5 and t.entropy_min_ratio == HealthSettings().entropy_min_ratio == 0.3

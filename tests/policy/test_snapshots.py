@@ -10,7 +10,7 @@ from reappraisal.errors import PipelineInputError
 from reappraisal.policy.snapshots import snapshots
 from reappraisal.policy.train_io import train_policy
 
-from .test_train import COMMITTEE, POLICY, fakes
+from .test_train import COMMITTEE, fakes, policy_settings
 
 
 def _weights(folder):
@@ -19,10 +19,10 @@ def _weights(folder):
 
 def test_a_kept_step_is_the_model_a_run_that_stopped_there_ends_with(tmp_path, warm_policy, vignettes):
     full = tmp_path / "full"
-    train_policy(arm=COMMITTEE, policy=dict(POLICY, max_steps=2, save_steps=1, snapshot_steps=[1]),
+    train_policy(arm=COMMITTEE, policy=policy_settings(max_steps=2, save_steps=1, snapshot_steps=[1]),
                  model_dir=warm_policy, vignettes=vignettes, out_dir=full, scorers=fakes, seed=0)
     short = tmp_path / "short"
-    train_policy(arm=COMMITTEE, policy=dict(POLICY, max_steps=1, save_steps=1), model_dir=warm_policy,
+    train_policy(arm=COMMITTEE, policy=policy_settings(max_steps=1, save_steps=1), model_dir=warm_policy,
                  vignettes=vignettes, out_dir=short, scorers=fakes, seed=0)
     kept = snapshots(full / "steps")
     assert list(kept) == [1]
@@ -37,5 +37,5 @@ def test_a_kept_step_is_the_model_a_run_that_stopped_there_ends_with(tmp_path, w
 
 def test_a_kept_step_beyond_the_run_is_refused_naming_the_setting(tmp_path, warm_policy, vignettes):
     with pytest.raises(PipelineInputError, match="policy.snapshot_steps"):
-        train_policy(arm=COMMITTEE, policy=dict(POLICY, max_steps=2, snapshot_steps=[3]), model_dir=warm_policy,
+        train_policy(arm=COMMITTEE, policy=policy_settings(max_steps=2, snapshot_steps=[3]), model_dir=warm_policy,
                      vignettes=vignettes, out_dir=tmp_path / "x", scorers=fakes, seed=0)

@@ -19,6 +19,7 @@ from reappraisal.policy.committee import CommitteeWeights, FormatGate
 from reappraisal.policy.health import LOG_COLUMNS
 from reappraisal.policy.train_io import check_batch_fits, grpo_settings, record_external, train_policy
 from reappraisal.training.tracking import Tracking
+from reappraisal.settings import PolicySettings
 from reappraisal.workflow_dvc import live_entries
 from tests.workflow_utils import REPO, env_with_venv
 
@@ -28,6 +29,11 @@ POLICY = dict(
     health={"window": 2},
 )
 COMMITTEE = ArmSpec("committee", CommitteeWeights(0.5, 0.5, 0.5))
+
+
+def policy_settings(**changes) -> PolicySettings:
+    """The test's policy settings with ``changes``, as a command builds them."""
+    return PolicySettings.from_config({**POLICY, **changes})
 
 
 def fakes(device):
@@ -75,7 +81,7 @@ def test_train_arm_end_to_end(tmp_path, warm_policy, vignettes):
 
     before = {n: p.detach().clone() for n, p in AutoModelForCausalLM.from_pretrained(warm_policy).named_parameters()}
     out = tmp_path / "committee"
-    health = train_policy(arm=COMMITTEE, policy=POLICY, model_dir=warm_policy, vignettes=vignettes, out_dir=out,
+    health = train_policy(arm=COMMITTEE, policy=policy_settings(), model_dir=warm_policy, vignettes=vignettes, out_dir=out,
                           scorers=fakes, seed=0)
     after = dict(AutoModelForCausalLM.from_pretrained(out / "model").named_parameters())
     AutoTokenizer.from_pretrained(out / "model")
@@ -106,7 +112,7 @@ def test_gold_is_logged_beside_the_proxy_never_enters_the_reward_and_reaches_dvc
     repo, live = _dvc_repo_reading(tmp_path / "repo", "dvclive/train_policy/committee")
     monkeypatch.chdir(repo)  # where a job runs: DVCLive finds the DVC repository there
     out = tmp_path / "committee"
-    train_policy(arm=COMMITTEE, policy=dict(POLICY, gold_scorer="demo_gold"), model_dir=warm_policy,
+    train_policy(arm=COMMITTEE, policy=policy_settings(gold_scorer="demo_gold"), model_dir=warm_policy,
                  vignettes=vignettes, out_dir=out, scorers=fakes, seed=0, tracking=Tracking("dvclive", repo / live))
     log = pd.read_csv(out / "training_log.csv")
     assert log["gold"].notna().all() and log["gold_std"].notna().all()
@@ -126,7 +132,7 @@ def test_gold_is_logged_beside_the_proxy_never_enters_the_reward_and_reaches_dvc
     assert last["step"] == 3 and last["committee"]["guard"] == pytest.approx(log["guard"].iloc[-1])
     assert last["rewards"]["gold"]["mean"] == pytest.approx(log["gold"].iloc[-1])
     with pytest.raises(ConfigError, match="demo preset only"):
-        train_policy(arm=COMMITTEE, policy=dict(POLICY, gold_scorer="demo_gold"), model_dir=warm_policy,
+        train_policy(arm=COMMITTEE, policy=policy_settings(gold_scorer="demo_gold"), model_dir=warm_policy,
                      vignettes=vignettes, out_dir=tmp_path / "paper", scorers=fakes, seed=0, preset="paper",
                      data_source="osf")
     # without a gold scorer the column stays empty
@@ -156,7 +162,7 @@ def _dvc_repo_reading(repo: Path, live: str) -> tuple[Path, str]:
 
 def _train_plain(tmp_path, warm_policy, vignettes):
     out = tmp_path / "plain"
-    train_policy(arm=COMMITTEE, policy=dict(POLICY, max_steps=1), model_dir=warm_policy, vignettes=vignettes,
+    train_policy(arm=COMMITTEE, policy=policy_settings(max_steps=1), model_dir=warm_policy, vignettes=vignettes,
                  out_dir=out, scorers=fakes, seed=0)
     return out
 
@@ -172,7 +178,7 @@ def test_killed_runs_resume_from_the_last_complete_checkpoint_and_stop_at_max_st
 
     from transformers import TrainerCallback
 
-    policy = dict(POLICY, max_steps=4, save_steps=2)
+    policy = policy_settings(max_steps=4, save_steps=2)
     out = tmp_path / "arm"
     ckpts = out / "checkpoints"
     kw = dict(arm=COMMITTEE, policy=policy, model_dir=warm_policy, vignettes=vignettes, out_dir=out, scorers=fakes, seed=0)
@@ -247,20 +253,20 @@ def test_changed_settings_start_over(tmp_path, warm_policy, vignettes):
             raise Interrupted(state.global_step)
 
     with pytest.raises(Interrupted):
-        train_policy(arm=COMMITTEE, policy=dict(POLICY, max_steps=2, save_steps=1), model_dir=warm_policy,
+        train_policy(arm=COMMITTEE, policy=policy_settings(max_steps=2, save_steps=1), model_dir=warm_policy,
                      vignettes=vignettes, out_dir=out, scorers=fakes, seed=0, callbacks=[Stop()])
-    health = train_policy(arm=COMMITTEE, policy=dict(POLICY, max_steps=2, save_steps=1, learning_rate=2e-4), model_dir=warm_policy,
+    health = train_policy(arm=COMMITTEE, policy=policy_settings(max_steps=2, save_steps=1, learning_rate=2e-4), model_dir=warm_policy,
                           vignettes=vignettes, out_dir=out, scorers=fakes, seed=0)
     assert health["resumed_from"] is None and health["global_step"] == 2
 
 
 def test_paper_preset_has_the_model_cards_settings(tmp_path):
     cfg = load_config(overrides={"preset": "paper"})
-    s = grpo_settings(cfg["policy"], seed=cfg["seed"], output_dir=tmp_path, bf16_capable=True)  # as on the cluster
+    s = grpo_settings(PolicySettings.from_config(cfg["policy"]), seed=cfg["seed"], output_dir=tmp_path, bf16_capable=True)  # as on the cluster
     assert (s["learning_rate"], s["beta"], s["num_generations"], s["max_steps"], s["bf16"]) == (8e-6, 0.04, 12, 500, True)
     assert cfg["policy"]["launcher"] == {"accelerate_config": "workflow/accelerate/zero2_4gpu.yaml", "num_processes": 4}
     assert s["use_vllm"] and s["vllm_mode"] == "colocate"  # TRL's vLLM path: tests/policy/test_vllm_path.py
-    check_batch_fits(cfg["policy"], n_prompts=6, world_size=4)  # 4 prompt groups of 12 per step from 6 scenarios
+    check_batch_fits(PolicySettings.from_config(cfg["policy"]), n_prompts=6, world_size=4)  # 4 prompt groups of 12 per step from 6 scenarios
     demo = load_config()["policy"]
     assert demo["beta"] > 0 and demo["use_cpu"] and demo["warm_start"]["enabled"]
 
@@ -269,54 +275,54 @@ def test_zero_beta_is_refused_with_a_reason(tmp_path):
     with pytest.raises(ConfigError, match="reward-hack"):
         load_config(overrides={"policy": {"beta": 0.0}})
     with pytest.raises(ConfigError, match="beta must be > 0"):
-        grpo_settings(dict(POLICY, beta=0.0), seed=0, output_dir=tmp_path)
+        grpo_settings(policy_settings(beta=0.0), seed=0, output_dir=tmp_path)
     # an arm that declares beta 0 is the cards' ablation, trained as declared; policy.beta itself stays > 0
-    assert grpo_settings(POLICY, seed=0, output_dir=tmp_path, arm_beta=0.0)["beta"] == 0.0
+    assert grpo_settings(policy_settings(), seed=0, output_dir=tmp_path, arm_beta=0.0)["beta"] == 0.0
     from reappraisal.policy.arms import parse_arms
 
-    arms = parse_arms(dict(POLICY, arms={"beta0": {"w_rm": 0.5, "w_grm": 0.5, "beta": 0.0}, "plain": {"w_rm": 1.0}}))
+    arms = parse_arms(policy_settings(arms={"beta0": {"w_rm": 0.5, "w_grm": 0.5, "beta": 0.0}, "plain": {"w_rm": 1.0}}))
     assert arms["beta0"].beta == 0.0 and arms["plain"].beta is None
     with pytest.raises(ConfigError, match="external"):
-        parse_arms(dict(POLICY, arms={"ext": {"external": "some/model", "beta": 0.0}}))
+        parse_arms(policy_settings(arms={"ext": {"external": "some/model", "beta": 0.0}}))
     with pytest.raises(ConfigError, match="bf16"):  # bf16 where no GPU can: refused, not silently fp32
-        grpo_settings(dict(POLICY, bf16=True), seed=0, output_dir=tmp_path, bf16_capable=False)
+        grpo_settings(policy_settings(bf16=True), seed=0, output_dir=tmp_path, bf16_capable=False)
 
 
 def test_batch_layout_checks():
     with pytest.raises(ConfigError, match="multiple of num_generations"):
-        check_batch_fits(dict(POLICY, per_device_train_batch_size=6), n_prompts=4, world_size=1)
+        check_batch_fits(policy_settings(per_device_train_batch_size=6), n_prompts=4, world_size=1)
     with pytest.raises(ConfigError, match="distinct prompts"):
-        check_batch_fits(dict(POLICY, per_device_train_batch_size=24), n_prompts=4, world_size=1)
+        check_batch_fits(policy_settings(per_device_train_batch_size=24), n_prompts=4, world_size=1)
     # a group may straddle two processes (6 + 6 completions, groups of 4), but the batch must stay fillable
-    check_batch_fits(dict(POLICY, per_device_train_batch_size=6), n_prompts=4, world_size=2)
+    check_batch_fits(policy_settings(per_device_train_batch_size=6), n_prompts=4, world_size=2)
     with pytest.raises(ConfigError, match="2 process"):
-        check_batch_fits(dict(POLICY, per_device_train_batch_size=12), n_prompts=4, world_size=2)
+        check_batch_fits(policy_settings(per_device_train_batch_size=12), n_prompts=4, world_size=2)
 
 
 def test_arms_from_config_and_external(tmp_path):
-    arms = parse_arms(load_config()["policy"])
+    arms = parse_arms(PolicySettings.from_config(load_config()["policy"]))
     assert {n: (a.weights.w_rm, a.weights.w_grm, a.weights.lam) for n, a in arms.items()} == {
         "committee": (0.5, 0.5, 0.5), "rm_only": (1.0, 0.0, 0.5), "committee_rm_heavy": (0.7, 0.3, 0.5),
         "bradley_terry": (1.0, 0.0, 0.5),  # the v1 recipe: the RM-only committee on the Bradley-Terry model
         "grm_only": (0.0, 1.0, 0.5), "beta0": (0.5, 0.5, 0.5)}  # the cards' two ablations
     assert arms["bradley_terry"].reward == "bradley_terry" and arms["bradley_terry"].seeds == (0, 1)
     assert arms["beta0"].beta == 0.0 and arms["committee"].beta is None
-    ext = parse_arms({"arms": {"bt_reward": {"external": "/ckpt/bt"}}})["bt_reward"]
+    ext = parse_arms(PolicySettings.from_config({"arms": {"bt_reward": {"external": "/ckpt/bt"}}}))["bt_reward"]
     assert not ext.trained
     health = record_external(ext, tmp_path / "bt_reward")
     assert health["verdict"] == "not_trained_here" and health["checkpoint"] == "/ckpt/bt"
     assert resolve_model_dir(tmp_path / "bt_reward" / "model") == "/ckpt/bt"
     assert len(pd.read_csv(tmp_path / "bt_reward" / "training_log.csv")) == 0
     with pytest.raises(PipelineInputError):
-        train_policy(arm=ext, policy=POLICY, model_dir="x", vignettes=None, out_dir=tmp_path, scorers=fakes, seed=0)
+        train_policy(arm=ext, policy=policy_settings(), model_dir="x", vignettes=None, out_dir=tmp_path, scorers=fakes, seed=0)
     with pytest.raises(ConfigError):
-        parse_arms({"arms": {"bad": {"external": "/x", "w_rm": 1.0}}})
+        parse_arms(PolicySettings.from_config({"arms": {"bad": {"external": "/x", "w_rm": 1.0}}}))
 
 
 def test_an_arm_cannot_take_the_warm_starts_folder():
     """results/policy/warm_start/ is the demo's warm start; an arm of that name would write inside it."""
     with pytest.raises(ConfigError, match="warm start") as err:
-        parse_arms({"arms": {"warm_start": {"w_rm": 1.0}}})
+        PolicySettings.from_config({"arms": {"warm_start": {"w_rm": 1.0}}})
     assert "policy.arms.warm_start" in str(err.value)
 
 
@@ -351,7 +357,7 @@ def test_a_training_killed_after_a_later_epochs_checkpoint_resumes_into_the_unin
     per_step = POLICY["per_device_train_batch_size"] // POLICY["num_generations"]
     steps_per_epoch = n_train // per_step
     kill_at = 2 * ((steps_per_epoch + 2) // 2)  # the first checkpoint (every 2 steps) after epoch 0 ended
-    policy = dict(POLICY, max_steps=kill_at + 2, save_steps=2)
+    policy = policy_settings(max_steps=kill_at + 2, save_steps=2)
 
     def trained(out, callbacks=()):
         return train_policy(arm=COMMITTEE, policy=policy, model_dir=warm_policy, vignettes=vignettes, out_dir=out,

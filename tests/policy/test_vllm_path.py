@@ -22,6 +22,7 @@ from reappraisal.policy.arms import ArmSpec
 from reappraisal.policy.committee import CommitteeWeights, FormatGate
 from reappraisal.policy.reward_adapter import CommitteeReward
 from reappraisal.policy.train_io import grpo_settings, train_policy
+from reappraisal.settings import PolicySettings
 
 from tests.fake_vllm import FakeLLM
 
@@ -55,13 +56,13 @@ def no_project_decoder(monkeypatch):
 
 def test_the_paper_preset_trains_with_vllm_colocate_and_the_demo_does_not(tmp_path):
     paper = load_config(overrides={"preset": "paper"})["policy"]
-    s = grpo_settings(paper, seed=0, output_dir=tmp_path, bf16_capable=True)
+    s = grpo_settings(PolicySettings.from_config(paper), seed=0, output_dir=tmp_path, bf16_capable=True)
     assert {k: s[k] for k in s if k.startswith(("use_vllm", "vllm_"))} == {
         "use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.3,
         "vllm_tensor_parallel_size": 1, "vllm_max_model_length": 2048 + 1024, "vllm_enable_sleep_mode": False}
     demo = load_config()["policy"]
     assert not demo["vllm"]["enabled"]
-    assert not any(k.startswith(("use_vllm", "vllm_")) for k in grpo_settings(demo, seed=0, output_dir=tmp_path))
+    assert not any(k.startswith(("use_vllm", "vllm_")) for k in grpo_settings(PolicySettings.from_config(demo), seed=0, output_dir=tmp_path))
 
 
 def run_one_step(tmp_path, tiny_policy, vignettes, vllm: dict) -> tuple:
@@ -74,7 +75,7 @@ def run_one_step(tmp_path, tiny_policy, vignettes, vllm: dict) -> tuple:
                   format_gate={"max_sentences": 2, "penalty": -3.0}, health={"window": 1}, vllm=vllm)
     out = tmp_path / "committee"
     log = tmp_path / "rewards.jsonl"
-    health = train_policy(arm=COMMITTEE, policy=policy, model_dir=tiny_policy, vignettes=vignettes, out_dir=out,
+    health = train_policy(arm=COMMITTEE, policy=PolicySettings.from_config(policy), model_dir=tiny_policy, vignettes=vignettes, out_dir=out,
                           scorers=lambda device: (FakeRM(), FakeGRM()), seed=0, rewards_log=log)
     return tok, policy, out, [json.loads(line) for line in log.read_text().splitlines()], health
 

@@ -129,9 +129,10 @@ wildcard_constraints:
 
 # -------------------------------------------------------------------- policy
 from reappraisal.policy.arms import arm_instances as _arm_instances  # noqa: E402
+from reappraisal.settings import PolicySettings as _PolicySettings  # noqa: E402
 
 # Snakemake's {arm} is an instance: an arm trained with one of its seeds (reappraisal.policy.arms).
-POLICY_INSTANCES = _arm_instances(config["policy"])
+POLICY_INSTANCES = _arm_instances(_PolicySettings.from_config(config["policy"]))
 POLICY_ARMS = sorted(POLICY_INSTANCES)
 
 

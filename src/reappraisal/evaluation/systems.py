@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import ConfigError
+from ..settings import PolicySettings
 from ..policy.arms import POLICY_DIR, ArmInstance, arm_instances, instance_groups, parse_arms
 from .best_of_n import BestOfN, parse_best_of_n, pooled_groups
 from .opponents import Opponent, generated_systems, parse_opponents
@@ -22,14 +23,14 @@ POOLS = ("train", "ood")
 
 def evaluated_instances(config: Mapping[str, Any]) -> dict[str, ArmInstance]:
     """The arm instances the evaluation covers: every seed of each arm of ``evaluation.arms`` (default every arm)."""
-    arms = sorted(parse_arms(config["policy"]))
+    arms = sorted(parse_arms(PolicySettings.from_config(config["policy"])))
     chosen = config["evaluation"].get("arms")
     if chosen is not None:
         unknown = [a for a in chosen if a not in arms]
         if unknown:
             raise ConfigError(f"unknown arm(s) {unknown}; policy.arms has {arms}", where="config evaluation.arms")
     keep = set(arms if chosen is None else chosen)
-    return {name: inst for name, inst in arm_instances(config["policy"]).items() if inst.arm.name in keep}
+    return {name: inst for name, inst in arm_instances(PolicySettings.from_config(config["policy"])).items() if inst.arm.name in keep}
 
 
 def best_of_n_systems(config: Mapping[str, Any]) -> dict[str, BestOfN]:
@@ -45,7 +46,7 @@ def pooled_systems(config: Mapping[str, Any]) -> dict[str, list[str]]:
     """Pooled name -> its per-seed systems: each arm evaluated with several seeds, and each best-of-N
     system declared on such an arm (the summary adds a pooled row for each)."""
     evaluated = evaluated_instances(config)
-    groups = {arm: names for arm, names in instance_groups(config["policy"]).items()
+    groups = {arm: names for arm, names in instance_groups(PolicySettings.from_config(config["policy"])).items()
               if all(n in evaluated for n in names)}
     return {**groups, **pooled_groups(best_of_n_systems(config), groups)}
 

@@ -175,18 +175,22 @@ def trajectory(arm: str, *, start: Path, steps_dir: Path, final: Path, vignettes
 
     from ..policy.arms import arm_instance
     from ..policy.proxy_scorers import build_scorers, judge_settings
+    from ..settings import GrmSettings, PolicySettings, RewardSettings
     from ..training.settings import set_cpu_threads
     from .generation import load_generator
     from .truth_draws import panel_model
 
     policy = params["policy"]
-    instance = arm_instance(policy, arm)
+    instance = arm_instance(PolicySettings.from_config(policy), arm)
     if not instance.arm.trained:
         raise PipelineInputError(f"arm {arm!r} is not trained here: it has no trajectory",
                                  where="config evaluation.truth.trajectory.arms")
     traj = params["evaluation"]["truth"]["trajectory"]
     set_cpu_threads(params["evaluation"]["generation"].get("cpu_threads"), use_cpu=True)
-    judges = judge_settings(instance.arm, params, rm_dirs=rm_dirs, grm_dir=grm_dir)
+    judges = judge_settings(instance.arm, reward=RewardSettings.from_config(params.get("reward")),
+                            grm=GrmSettings.from_config(params.get("grm")),
+                            primary_dimension=(params.get("data") or {}).get("primary_dimension"),
+                            rm_dirs=rm_dirs, grm_dir=grm_dir)
     scorers = build_scorers(judges, targets=targets, vignettes=vignettes, device="cpu")
     panel = panel_model(params)
     reference, _ = load_generator(str(start))

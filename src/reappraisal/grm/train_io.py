@@ -35,6 +35,7 @@ import pandas as pd
 
 from reappraisal.atomic import atomic_dir
 from reappraisal.config import check_kl_beta, with_defaults
+from reappraisal.settings import GrmSettings
 from reappraisal.errors import DataValidationError, PipelineInputError
 from reappraisal.input_tables import read_table
 from reappraisal.params import parse_params
@@ -185,7 +186,7 @@ def run_grpo(sft_dir: Path, items: pd.DataFrame, scenarios: Mapping[str, str], *
         remove_unused_columns=False,
         disable_tqdm=True,
         # TRL samples the replies with vLLM when grm.vllm is on (the paper preset), as the policy arms do
-        **vllm_settings(cfg["vllm"], max_completion_length=int(g["max_completion_length"])),
+        **vllm_settings(GrmSettings.from_config(cfg).vllm, max_completion_length=int(g["max_completion_length"])),
     )
     trainer = GRPOTrainer(
         model=str(sft_dir), reward_funcs=[trl_verdict_reward], args=args, train_dataset=data,

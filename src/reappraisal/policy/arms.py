@@ -27,18 +27,15 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
 
-from reappraisal.config import with_defaults
 from reappraisal.errors import ConfigError
+from reappraisal.settings import PolicySettings
 
 from .committee import CommitteeWeights
 
-ARM_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-#: The policy stage's results folder: ``<arm>/`` per arm, and the demo's warm start.
+#: The policy stage's results folder: ``<arm>/`` per arm, and the demo's warm start (a name no arm may take:
+#: :data:`reappraisal.config.WARM_START`, checked with the config).
 POLICY_DIR = "results/policy"
-#: The warm start's folder in POLICY_DIR, so no arm may take its name.
-WARM_START = "warm_start"
 #: File in ``results/policy/<arm>/model/`` of an external arm, naming its checkpoint.
 EXTERNAL_POINTER = "EXTERNAL.json"
 
@@ -81,47 +78,38 @@ class ArmInstance:
         return int(config_seed) + int(self.seed)
 
 
-def parse_arms(policy: Mapping[str, Any]) -> dict[str, ArmSpec]:
-    """All arms of a ``policy`` config section (the schema's defaults filled), validated."""
-    for name in policy.get("arms") or {}:  # before the schema, whose message could not say why
-        where = f"config key 'policy.arms.{name}'"
-        if not ARM_NAME.match(name):
-            raise ConfigError("arm names are lowercase letters, digits and '_'", where=where)
-        if name == WARM_START:
-            raise ConfigError(f"{WARM_START!r} names the warm start's folder in {POLICY_DIR}/; pick another arm name",
-                              where=where)
-    policy = with_defaults("policy", policy)
-    arms = policy["arms"]
-    if not arms:
+def parse_arms(policy: PolicySettings) -> dict[str, ArmSpec]:
+    """All arms of the ``policy`` settings, validated (an arm's name is checked with the config)."""
+    if not policy.arms:
         raise ConfigError("no arms declared", where="config key 'policy.arms'")
-    default_lam = float(policy["lam"])
-    default_seeds = _seeds(policy["seeds"], where="config key 'policy.seeds'")
+    default_lam = float(policy.lam)
+    default_seeds = _seeds(policy.seeds, where="config key 'policy.seeds'")
     out = {}
-    for name, spec in arms.items():
+    for name, spec in policy.arms.items():
         where = f"config key 'policy.arms.{name}'"
-        spec = spec or {}
-        if spec.get("external"):
-            if any(k in spec for k in ("w_rm", "w_grm", "lam", "seeds", "beta")) or spec["reward"] != "committee":
+        if spec.external:
+            if any(v is not None for v in (spec.w_rm, spec.w_grm, spec.lam, spec.seeds, spec.beta)) \
+                    or spec.reward != "committee":
                 raise ConfigError("an external arm is not trained here: give `external` alone (no weights, reward "
                                   "or seeds)", where=where)
-            out[name] = ArmSpec(name=name, external=str(spec["external"]), seeds=(0,))
+            out[name] = ArmSpec(name=name, external=str(spec.external), seeds=(0,))
             continue
-        reward = str(spec["reward"])
+        reward = str(spec.reward)
         if reward not in REWARDS:
             raise ConfigError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}", where=where)
-        seeds = _seeds(spec["seeds"], where=f"{where}.seeds") if "seeds" in spec else default_seeds
+        seeds = _seeds(spec.seeds, where=f"{where}.seeds") if spec.seeds is not None else default_seeds
+        lam = float(spec.lam if spec.lam is not None else default_lam)
         if reward == "bradley_terry":
-            if any(k in spec for k in ("w_rm", "w_grm")):
+            if spec.w_rm is not None or spec.w_grm is not None:
                 raise ConfigError("a bradley_terry arm is rewarded by the Bradley-Terry model alone: no w_rm / w_grm",
                                   where=where)
-            weights = CommitteeWeights(w_rm=1.0, w_grm=0.0, lam=float(spec.get("lam", default_lam)))
+            weights = CommitteeWeights(w_rm=1.0, w_grm=0.0, lam=lam)
         else:
-            try:
-                weights = CommitteeWeights(w_rm=float(spec.get("w_rm", 0.0)), w_grm=float(spec.get("w_grm", 0.0)),
-                                           lam=float(spec.get("lam", default_lam)))
+            try:  # a weight the arm leaves out is 0
+                weights = CommitteeWeights(w_rm=float(spec.w_rm or 0.0), w_grm=float(spec.w_grm or 0.0), lam=lam)
             except ValueError as exc:
                 raise ConfigError(str(exc), where=where) from None
-        beta = float(spec["beta"]) if spec.get("beta") is not None else None
+        beta = float(spec.beta) if spec.beta is not None else None
         out[name] = ArmSpec(name=name, weights=weights, reward=reward, seeds=seeds, beta=beta)
     return out
 
@@ -140,8 +128,8 @@ def instance_name(arm: ArmSpec, seed: int) -> str:
     return arm.name if len(arm.seeds) == 1 else f"{arm.name}{SEED_SEPARATOR}{seed}"
 
 
-def arm_instances(policy: Mapping[str, Any]) -> dict[str, ArmInstance]:
-    """Every (arm, seed) of the ``policy`` section by instance name, arms in name order, seeds in config order."""
+def arm_instances(policy: PolicySettings) -> dict[str, ArmInstance]:
+    """Every (arm, seed) of the ``policy`` settings by instance name, arms in name order, seeds in config order."""
     out = {}
     for _, arm in sorted(parse_arms(policy).items()):
         for seed in arm.seeds:
@@ -150,7 +138,7 @@ def arm_instances(policy: Mapping[str, Any]) -> dict[str, ArmInstance]:
     return out
 
 
-def instance_groups(policy: Mapping[str, Any]) -> dict[str, list[str]]:
+def instance_groups(policy: PolicySettings) -> dict[str, list[str]]:
     """Arm name -> its instance names, for the arms trained with several seeds (the summary pools them)."""
     groups: dict[str, list[str]] = {}
     for inst in arm_instances(policy).values():
@@ -158,7 +146,7 @@ def instance_groups(policy: Mapping[str, Any]) -> dict[str, list[str]]:
     return {arm: names for arm, names in groups.items() if len(names) > 1}
 
 
-def arm_instance(policy: Mapping[str, Any], name: str) -> ArmInstance:
+def arm_instance(policy: PolicySettings, name: str) -> ArmInstance:
     """The instance called ``name`` (an arm with one seed is its own instance); a ConfigError naming the known ones."""
     instances = arm_instances(policy)
     if name not in instances:
@@ -167,7 +155,7 @@ def arm_instance(policy: Mapping[str, Any], name: str) -> ArmInstance:
     return instances[name]
 
 
-def arm_spec(policy: Mapping[str, Any], name: str) -> ArmSpec:
+def arm_spec(policy: PolicySettings, name: str) -> ArmSpec:
     """The arm called ``name``; a ConfigError naming the known arms otherwise."""
     arms = parse_arms(policy)
     if name not in arms:

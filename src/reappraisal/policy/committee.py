@@ -24,11 +24,12 @@ the same units (the default −3 lies below nearly every passing reward, since
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Mapping, Sequence
+from typing import Hashable, Sequence
 
 import numpy as np
 
 from reappraisal.sentences import count_sentences
+from reappraisal.settings import FormatGateSettings
 
 #: A group whose scores have a std below this gets z = 0 for every candidate.
 ZERO_STD = 1e-6
@@ -78,12 +79,9 @@ class FormatGate:
     penalty: float = -3.0
 
     @classmethod
-    def from_config(cls, section: Mapping[str, Any] | None) -> "FormatGate":
-        """The gate of a ``policy.format_gate`` config section, the schema's defaults filled."""
-        from ..config import with_defaults
-
-        section = with_defaults("policy", {"format_gate": dict(section or {})})["format_gate"]
-        return cls(max_sentences=int(section["max_sentences"]), penalty=float(section["penalty"]))
+    def from_settings(cls, gate: FormatGateSettings) -> "FormatGate":
+        """The gate of the ``policy.format_gate`` settings."""
+        return cls(max_sentences=int(gate.max_sentences), penalty=float(gate.penalty))
 
     def check(self, answer: str) -> GateResult:
         n = count_sentences(answer)

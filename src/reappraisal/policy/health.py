@@ -24,8 +24,10 @@ A check whose metric is missing fails (it cannot vouch for the run).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any, Iterable, Mapping
+
+from reappraisal.settings import HealthSettings
 
 #: CSV column -> TRL log key.
 LOG_COLUMNS: dict[str, str] = {
@@ -54,23 +56,6 @@ LOG_COLUMNS: dict[str, str] = {
     "grad_norm": "grad_norm",
     "learning_rate": "learning_rate",
 }
-
-
-@dataclass(frozen=True)
-class HealthThresholds:
-    kl_max: float = 1.0
-    entropy_min_ratio: float = 0.3
-    reward_std_min: float = 0.05
-    frac_zero_std_max: float = 0.5
-    clipped_ratio_max: float = 0.3
-    gate_pass_min: float = 0.5
-    window: int = 3
-
-    @classmethod
-    def from_config(cls, cfg: Mapping[str, Any] | None) -> "HealthThresholds":
-        cfg = dict(cfg or {})
-        known = {k: cfg[k] for k in cls.__dataclass_fields__ if k in cfg}
-        return cls(**known)
 
 
 def training_log_rows(log_history: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -103,7 +88,7 @@ def _check(value: float, threshold: float, ok: bool, description: str) -> dict[s
     }
 
 
-def health_verdict(rows: list[Mapping[str, Any]], thresholds: HealthThresholds) -> dict[str, Any]:
+def health_verdict(rows: list[Mapping[str, Any]], thresholds: HealthSettings) -> dict[str, Any]:
     """The verdict on a run's per-step rows (see module doc); ``verdict`` is healthy/unhealthy/no_data."""
     t = thresholds
     if not rows:

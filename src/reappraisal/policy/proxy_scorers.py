@@ -9,19 +9,20 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..config import with_defaults
 from ..errors import ConfigError, PipelineInputError
+from ..settings import GrmSettings, RewardSettings, as_config
 from .arms import ArmSpec
 
 
-def judge_settings(arm: ArmSpec, params: Mapping[str, Any], *, rm_dirs, grm_dir) -> dict[str, Any]:
-    """Which judges an arm uses and their settings (schema defaults filled): what :func:`build_scorers` builds.
+def judge_settings(arm: ArmSpec, *, reward: RewardSettings, grm: GrmSettings, primary_dimension: str | None,
+                   rm_dirs, grm_dir) -> dict[str, Any]:
+    """Which judges an arm uses and their settings: what :func:`build_scorers` builds.
 
     Each judge runs with the settings it is evaluated with: the ensemble with
-    the ``reward`` section (``ensemble.*``, ``max_length``), the GRM
-    with the ``grm`` section (``scorer_mode``, ``engine``, ``max_new_tokens``,
+    the ``reward`` settings (``ensemble.*``, ``max_length``), the GRM
+    with the ``grm`` settings (``scorer_mode``, ``engine``, ``max_new_tokens``,
     ``batch_size``), its references being the median human train-split
-    reappraisal on ``data.primary_dimension``.
+    reappraisal on ``primary_dimension`` (``data.primary_dimension``).
     """
     out: dict[str, Any] = {}
     if arm.weights.uses_rm:
@@ -32,18 +33,15 @@ def judge_settings(arm: ArmSpec, params: Mapping[str, Any], *, rm_dirs, grm_dir)
         if bradley_terry and len(rm_dirs) != 1:
             raise PipelineInputError(f"a bradley_terry arm takes the Bradley-Terry model's one folder as --rm-dirs, "
                                      f"got {len(rm_dirs)}", where=arm.name)
-        rm_cfg = with_defaults("reward", params.get("reward"))
-        out["rm"] = {"dirs": [str(d) for d in rm_dirs], "max_length": rm_cfg["max_length"], **rm_cfg["ensemble"],
-                     **({"model": "bradley_terry"} if bradley_terry else {})}
+        out["rm"] = {"dirs": [str(d) for d in rm_dirs], "max_length": reward.max_length,
+                     **as_config(reward.ensemble), **({"model": "bradley_terry"} if bradley_terry else {})}
     if arm.weights.uses_grm:
         if not grm_dir:
             raise PipelineInputError("the arm weights the GRM but no --grm-dir was given", where=arm.name)
-        grm_cfg = with_defaults("grm", params.get("grm"))
-        primary = (params.get("data") or {}).get("primary_dimension")
-        if not primary:
+        if not primary_dimension:
             raise ConfigError("data.primary_dimension is required for the GRM's references", where="--params")
-        out["grm"] = {"dir": str(grm_dir), "primary_dimension": primary,
-                      **{k: grm_cfg[k] for k in ("max_new_tokens", "batch_size", "scorer_mode", "engine")}}
+        out["grm"] = {"dir": str(grm_dir), "primary_dimension": primary_dimension, "max_new_tokens": grm.max_new_tokens,
+                      "batch_size": grm.batch_size, "scorer_mode": grm.scorer_mode, "engine": grm.engine}
     return out
 
 

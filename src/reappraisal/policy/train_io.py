@@ -33,8 +33,9 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from reappraisal.config import check_kl_beta, with_defaults
+from reappraisal.config import check_kl_beta
 from reappraisal.errors import ConfigError, PipelineInputError
+from reappraisal.settings import PolicySettings, Settings, as_config
 from reappraisal.training.run import finished_model, run_training
 from reappraisal.training.settings import checkpointing_args, model_dtype, set_cpu_threads, use_bf16
 from reappraisal.training.tracking import LIVE_DIR_HELP, OFF, TRACKING_KEYS, Tracking
@@ -45,7 +46,7 @@ from .arms import ArmInstance, ArmSpec, arm_instance
 from .proxy_scorers import build_scorers, judge_settings
 from .committee import FormatGate
 from .gold import GoldQualityLog, check_gold_scorer
-from .health import HealthThresholds, health_verdict, training_log_rows
+from .health import health_verdict, training_log_rows
 from .prompts import prompt_rows
 from .reward_adapter import CommitteeReward, GRMScorer, RMScorer
 
@@ -53,10 +54,10 @@ from .reward_adapter import CommitteeReward, GRMScorer, RMScorer
 ScorerFactory = Callable[[Any], "tuple[RMScorer | None, GRMScorer | None]"]
 
 
-def grpo_settings(policy: Mapping[str, Any], *, seed: int, output_dir: str | Path,
+def grpo_settings(policy: PolicySettings, *, seed: int, output_dir: str | Path,
                   bf16_capable: bool | None = None, arm_beta: float | None = None,
                   tracking: Tracking = OFF) -> dict[str, Any]:
-    """Keyword arguments of ``trl.GRPOConfig`` for the ``policy`` config section (schema defaults filled).
+    """Keyword arguments of ``trl.GRPOConfig`` for the ``policy`` settings.
 
     The paper preset gives the model card's settings (lr 8e-6, β 0.04, 12
     generations, 500 steps, bf16); β must be > 0. ``bf16_capable`` lays the
@@ -66,40 +67,38 @@ def grpo_settings(policy: Mapping[str, Any], *, seed: int, output_dir: str | Pat
     (the β = 0 ablation an arm declares). ``tracking``: where the logged steps are reported (the
     committee's figures among them: TRL logs them with the loss).
     """
-    policy = with_defaults("policy", policy)
-    bf16 = use_bf16(policy["bf16"], where="config key 'policy.bf16'", capable=bf16_capable)
-    vllm = policy["vllm"]
+    bf16 = use_bf16(policy.bf16, where="config key 'policy.bf16'", capable=bf16_capable)
     kwargs: dict[str, Any] = dict(
-        **checkpointing_args(output_dir, seed=seed, save_steps=policy["save_steps"],
-                             save_total_limit=policy["save_total_limit"], bf16=bf16, use_cpu=policy["use_cpu"],
-                             activation_checkpointing=policy["gradient_checkpointing"], tracking=tracking),
-        learning_rate=float(policy["learning_rate"]),
-        beta=check_kl_beta(policy["beta"], where="config key 'policy.beta'") if arm_beta is None else float(arm_beta),
-        num_generations=int(policy["num_generations"]),
-        max_completion_length=int(policy["max_completion_length"]),
-        per_device_train_batch_size=int(policy["per_device_train_batch_size"]),
-        gradient_accumulation_steps=int(policy["gradient_accumulation_steps"]),
-        max_steps=int(policy["max_steps"]),
+        **checkpointing_args(output_dir, seed=seed, save_steps=policy.save_steps,
+                             save_total_limit=policy.save_total_limit, bf16=bf16, use_cpu=policy.use_cpu,
+                             activation_checkpointing=policy.gradient_checkpointing, tracking=tracking),
+        learning_rate=float(policy.learning_rate),
+        beta=check_kl_beta(policy.beta, where="config key 'policy.beta'") if arm_beta is None else float(arm_beta),
+        num_generations=int(policy.num_generations),
+        max_completion_length=int(policy.max_completion_length),
+        per_device_train_batch_size=int(policy.per_device_train_batch_size),
+        gradient_accumulation_steps=int(policy.gradient_accumulation_steps),
+        max_steps=int(policy.max_steps),
         logging_steps=1,
-        temperature=float(policy["temperature"]),
-        top_p=float(policy["top_p"]),
-        warmup_steps=int(policy["warmup_steps"]),
-        lr_scheduler_type=str(policy["lr_scheduler_type"]),
-        max_grad_norm=float(policy["max_grad_norm"]),
+        temperature=float(policy.temperature),
+        top_p=float(policy.top_p),
+        warmup_steps=int(policy.warmup_steps),
+        lr_scheduler_type=str(policy.lr_scheduler_type),
+        max_grad_norm=float(policy.max_grad_norm),
         model_init_kwargs={"dtype": model_dtype(bf16)},
         # The committee is the reward; a configured gold scorer is logged with weight 0 (reappraisal.policy.gold).
-        reward_weights=[1.0, 0.0] if policy["gold_scorer"] else None,
+        reward_weights=[1.0, 0.0] if policy.gold_scorer else None,
         remove_unused_columns=False,
         log_completions=False,
         disable_tqdm=True,
     )
     # TRL's vLLM generation when policy.vllm is on; the project's decoder then stands aside
     # (reappraisal.policy.generation.decoder_applies is false under use_vllm)
-    kwargs.update(vllm_settings(vllm, max_completion_length=int(policy["max_completion_length"])))
+    kwargs.update(vllm_settings(policy.vllm, max_completion_length=int(policy.max_completion_length)))
     return kwargs
 
 
-def check_batch_fits(policy: Mapping[str, Any], n_prompts: int, world_size: int) -> None:
+def check_batch_fits(policy: PolicySettings, n_prompts: int, world_size: int) -> None:
     """Refuse a batch layout GRPO cannot fill from ``n_prompts`` prompts.
 
     One generation batch holds ``per_device × processes × accumulation``
@@ -107,11 +106,10 @@ def check_batch_fits(policy: Mapping[str, Any], n_prompts: int, world_size: int)
     sampler drops incomplete batches, so a batch larger than the prompt set
     would never be drawn and training would silently do nothing.
     """
-    policy = with_defaults("policy", policy)
-    g = int(policy["num_generations"])
-    per_gen = int(policy["per_device_train_batch_size"]) * world_size * int(policy["gradient_accumulation_steps"])
-    layout = (f"per_device_train_batch_size {policy['per_device_train_batch_size']} × {world_size} process(es) × "
-              f"gradient_accumulation_steps {policy['gradient_accumulation_steps']} = {per_gen} completions")
+    g = int(policy.num_generations)
+    per_gen = int(policy.per_device_train_batch_size) * world_size * int(policy.gradient_accumulation_steps)
+    layout = (f"per_device_train_batch_size {policy.per_device_train_batch_size} × {world_size} process(es) × "
+              f"gradient_accumulation_steps {policy.gradient_accumulation_steps} = {per_gen} completions")
     if per_gen % g:
         raise ConfigError(
             f"{layout} is not a multiple of num_generations = {g}: the batch cannot hold whole prompt groups",
@@ -128,7 +126,7 @@ def check_batch_fits(policy: Mapping[str, Any], n_prompts: int, world_size: int)
 def train_policy(
     *,
     arm: ArmSpec | ArmInstance,
-    policy: Mapping[str, Any],
+    policy: PolicySettings,
     model_dir: str | Path,
     vignettes,
     out_dir: str | Path,
@@ -175,18 +173,17 @@ def train_policy(
     seed = instance.training_seed(seed)
     if not arm.trained:
         raise PipelineInputError(f"arm {arm.name!r} is external ({arm.external}); it is not trained here", where="policy.arms")
-    policy = with_defaults("policy", policy)
     out_dir = Path(out_dir)
     work_dir = Path(work_dir) if work_dir is not None else out_dir / "checkpoints"
     pool = vignettes[vignettes["pool"] == "train"].sort_values("vignette_id")
     rows = prompt_rows(pool.to_dict("records"))
     if not rows:
         raise PipelineInputError("no vignette of pool 'train'", where="vignettes")
-    gold_scorer = policy["gold_scorer"]
+    gold_scorer = policy.gold_scorer
     check_gold_scorer(gold_scorer, preset=preset, data_source=data_source)
-    beyond = sorted(s for s in policy["snapshot_steps"] if s > policy["max_steps"])
+    beyond = sorted(s for s in policy.snapshot_steps if s > policy.max_steps)
     if beyond:
-        raise PipelineInputError(f"steps {beyond} are beyond max_steps {policy['max_steps']}: no snapshot there",
+        raise PipelineInputError(f"steps {beyond} are beyond max_steps {policy.max_steps}: no snapshot there",
                                  where="config key 'policy.snapshot_steps'")
     settings = grpo_settings(policy, seed=seed, output_dir=work_dir, arm_beta=arm.beta, tracking=tracking)
     args = GRPOConfig(**settings)  # first: it sets up the distributed state every later check reads
@@ -196,9 +193,9 @@ def train_policy(
     # where it reports is no part of a run: another reporter resumes the same checkpoints
     grpo_spec = {k: v for k, v in settings.items() if k != "output_dir" and k not in TRACKING_KEYS}
     spec = {"arm": instance.name, "reward": arm.reward, "weights": vars(arm.weights), "grpo": grpo_spec,
-            "model_dir": str(model_dir), "prompts": fingerprint(rows), "format_gate": policy["format_gate"],
+            "model_dir": str(model_dir), "prompts": fingerprint(rows), "format_gate": as_config(policy.format_gate),
             "judges": judges_spec or {}, "num_processes": state.num_processes,
-            "snapshot_steps": sorted(int(s) for s in policy["snapshot_steps"]),
+            "snapshot_steps": sorted(int(s) for s in policy.snapshot_steps),
             # whose sampler drew the completions (a checkpoint of the other one is not this run's)
             "decoder": "project" if decoder_applies(args, is_vlm=False) else "trl"}
     with contextlib.ExitStack() as held:
@@ -212,15 +209,15 @@ def train_policy(
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
         rm_scorer, grm_scorer = scorers(args.device)
         reward = CommitteeReward(
-            weights=arm.weights, gate=FormatGate.from_config(policy["format_gate"]), num_generations=args.num_generations,
+            weights=arm.weights, gate=FormatGate.from_settings(policy.format_gate), num_generations=args.num_generations,
             rm_scorer=rm_scorer, grm_scorer=grm_scorer, tokenizer=tokenizer, rewards_log=rewards_log,
             log_from_step=int(work.state["global_step"]) if work.resume and work.state else 0,
         )
         reward_funcs: list[Any] = [reward]
         if gold_scorer:
             reward_funcs.append(GoldQualityLog(tokenizer=tokenizer))  # weight 0 (grpo_settings): logged, never optimized
-        kept = ([snapshot_callback(policy["snapshot_steps"], work.path / SNAPSHOT_WORK_DIR, tokenizer=tokenizer)]
-                if policy["snapshot_steps"] else [])
+        kept = ([snapshot_callback(policy.snapshot_steps, work.path / SNAPSHOT_WORK_DIR, tokenizer=tokenizer)]
+                if policy.snapshot_steps else [])
         trainer = epoch_ordered(with_project_decoder(GRPOTrainer))(
             model=str(model_dir), reward_funcs=reward_funcs, args=args,
             train_dataset=Dataset.from_list(rows), processing_class=tokenizer, callbacks=[*callbacks, *kept],
@@ -235,7 +232,7 @@ def train_policy(
                             wait_for_everyone=state.wait_for_everyone) as model_tmp:
             if model_tmp is not None:
                 log_rows = training_log_rows(result.log_history)
-                health = health_verdict(log_rows, HealthThresholds.from_config(policy["health"]))
+                health = health_verdict(log_rows, policy.health)
                 health.update(
                     arm=instance.name, arm_name=arm.name, policy_seed=instance.seed, training_seed=seed,
                     reward=arm.reward, trained_here=True, weights=vars(arm.weights).copy() if arm.weights else None,
@@ -251,7 +248,7 @@ def train_policy(
                 with atomic_path(out_dir / "training_log.csv", suffix=".csv") as tmp:
                     pd.DataFrame(log_rows).to_csv(tmp, index=False)
                 write_json(health, out_dir / "health.json")
-                publish_snapshots(work.path / SNAPSHOT_WORK_DIR, out_dir / STEPS_DIR, policy["snapshot_steps"])
+                publish_snapshots(work.path / SNAPSHOT_WORK_DIR, out_dir / STEPS_DIR, policy.snapshot_steps)
     state.wait_for_everyone()
     return health
 
@@ -311,9 +308,10 @@ def cli_main(argv: Sequence[str]) -> int:
                     help="optional JSON lines: every committee call's global batch (answers, gate, scores, rewards)")
     args = ap.parse_args(argv)
     params = parse_params(args.params)
-    policy = with_defaults("policy", params.get("policy"))
+    settings = Settings.from_params(params)
+    policy = settings.policy
     tracking = Tracking.from_params(params, args.live_dir)
-    set_cpu_threads(policy["cpu_threads"], use_cpu=policy["use_cpu"])
+    set_cpu_threads(policy.cpu_threads, use_cpu=policy.use_cpu)
     instance = arm_instance(policy, args.arm)
     arm = instance.arm
     if not arm.trained:
@@ -325,12 +323,14 @@ def cli_main(argv: Sequence[str]) -> int:
             raise PipelineInputError(f"{flag} is required to train arm {arm.name!r}", where="train-policy")
     vignettes = read_table(args.vignettes, ["vignette_id", "text", "pool"])
     targets = read_table(args.targets)
-    judges = judge_settings(arm, params, rm_dirs=args.rm_dirs, grm_dir=args.grm_dir)
+    judges = judge_settings(arm, reward=settings.reward, grm=settings.grm,
+                            primary_dimension=settings.data.primary_dimension if settings.data else None,
+                            rm_dirs=args.rm_dirs, grm_dir=args.grm_dir)
     health = train_policy(
         arm=instance, policy=policy, model_dir=args.model_dir, vignettes=vignettes, out_dir=args.out_dir,
         scorers=lambda device: build_scorers(judges, targets=targets, vignettes=vignettes, device=device),
-        seed=int(params["seed"]), judges_spec=judges, rewards_log=args.rewards_log,
-        preset=str(params["preset"]), data_source=(params.get("data") or {}).get("source"), tracking=tracking,
+        seed=int(settings.seed), judges_spec=judges, rewards_log=args.rewards_log,
+        preset=str(settings.preset), data_source=settings.data.source if settings.data else None, tracking=tracking,
     )
     if health:
         print(json.dumps({"arm": instance.name, "verdict": health["verdict"], "failed": health["failed"]}))

@@ -167,8 +167,8 @@ def run_warm_start(
 
 
 def cli_main(argv: Sequence[str]) -> int:
-    from reappraisal.config import with_defaults
     from reappraisal.params import parse_params
+    from reappraisal.settings import Settings
     from reappraisal.input_tables import read_table
 
     ap = argparse.ArgumentParser(prog="reappraisal warm-start-policy", description=__doc__.splitlines()[0])
@@ -180,17 +180,18 @@ def cli_main(argv: Sequence[str]) -> int:
     ap.add_argument("--live-dir", default=None, help=LIVE_DIR_HELP)
     args = ap.parse_args(argv)
     params = parse_params(args.params)
-    policy = with_defaults("policy", params.get("policy"))
+    settings = Settings.from_params(params)
+    policy = settings.policy
     tracking = Tracking.from_params(params, args.live_dir)
-    set_cpu_threads(policy["cpu_threads"], use_cpu=policy["use_cpu"])
-    ws = policy["warm_start"]
-    seed = int(params["seed"])
+    set_cpu_threads(policy.cpu_threads, use_cpu=policy.use_cpu)
+    ws = policy.warm_start
+    seed = int(settings.seed)
     examples = warm_start_examples(read_table(args.targets), read_table(args.vignettes), seed=seed,
-                                   gate=FormatGate.from_config(policy["format_gate"]))
+                                   gate=FormatGate.from_settings(policy.format_gate))
     summary = run_warm_start(
         args.base_dir, examples, args.out,
-        steps=int(ws["max_steps"]), lr=float(ws["learning_rate"]), batch_size=int(ws["per_device_train_batch_size"]),
-        max_length=int(ws["max_length"]), seed=seed, tracking=tracking,
+        steps=int(ws.max_steps), lr=float(ws.learning_rate), batch_size=int(ws.per_device_train_batch_size),
+        max_length=int(ws.max_length), seed=seed, tracking=tracking,
     )
     print(json.dumps(summary, sort_keys=True))
     return 0

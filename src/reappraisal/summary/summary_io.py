@@ -43,6 +43,7 @@ from reappraisal.evaluation.calibration_file import read_judge_calibration
 from reappraisal.evaluation.systems import best_of_n_systems, evaluated_instances, pooled_systems
 from reappraisal.params import parse_params
 from reappraisal.policy.arms import parse_arms
+from reappraisal.settings import PolicySettings
 from reappraisal.provenance.claim_trace import provenance_document
 from reappraisal.provenance.dvc_state import stage_records
 
@@ -158,7 +159,7 @@ def settings_from_params(params: Mapping[str, Any]) -> tuple[et.Settings, list[i
     summary = with_defaults("summary", params.get("summary"))
     evaluation = with_defaults("evaluation", params.get("evaluation"))
     policy = with_defaults("policy", params.get("policy"))
-    resolved = parse_arms(policy)  # an arm without seeds of its own has policy.seeds
+    resolved = parse_arms(PolicySettings.from_config(policy))  # an arm without seeds of its own has policy.seeds
     arm_specs = {name: {**(spec or {}), **({} if resolved[name].external else {"seeds": list(resolved[name].seeds)})}
                  for name, spec in policy["arms"].items()}
     s = et.Settings(
