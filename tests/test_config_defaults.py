@@ -13,6 +13,7 @@ from reappraisal.config import _load_schema, with_defaults
 from reappraisal.base_models.tiny import TinyArchitecture
 from reappraisal.policy.committee import FormatGate
 from reappraisal.reward.train_io import RewardTrainConfig
+from reappraisal.settings import RewardSettings
 
 
 def _schema_section(*path: str) -> dict:
@@ -193,7 +194,7 @@ def test_the_dataclass_scan_finds_a_default_that_disagrees(tmp_path):
 def test_reward_train_config_takes_every_default_from_the_schema():
     assert all(f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
                for f in dataclasses.fields(RewardTrainConfig))
-    cfg = RewardTrainConfig.from_section({})
+    cfg = RewardTrainConfig.from_settings(RewardSettings())
     declared = _schema_section("reward")
     assert dataclasses.asdict(cfg) == {f.name: declared[f.name]["default"] for f in dataclasses.fields(cfg)}
     # the values the review found disagreeing with the schema
@@ -209,7 +210,7 @@ def test_a_section_with_a_wrong_key_is_refused_with_its_config_key():
     from reappraisal.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"config key 'reward.learning_rate'"):
-        RewardTrainConfig.from_section({"learning_rate": "fast"})
+        RewardSettings.from_config({"learning_rate": "fast"})
 
 
 @pytest.mark.parametrize("old, new", [("policy.lr", "policy.learning_rate"), ("grm.sft.epochs", "grm.sft.num_train_epochs"),

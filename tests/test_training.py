@@ -118,34 +118,35 @@ def test_schedule_args_pass_the_optimizer_settings_and_the_warmup_ratio():
     assert isinstance(schedule_args(SimpleNamespace(**{**vars(cfg), "warmup_ratio": 0}))["warmup_steps"], float)
 
 
-def test_sft_args_read_the_section_and_fix_the_linear_schedule_on_shuffled_data():
-    section = {"num_train_epochs": 1, "learning_rate": "2e-5", "per_device_train_batch_size": 4.0, "max_length": 256,
-               "save_steps": 50}
-    assert sft_args(section) == {"num_train_epochs": 1.0, "learning_rate": 2e-5, "per_device_train_batch_size": 4,
-                                 "max_length": 256, "lr_scheduler_type": "linear", "shuffle_dataset": True}
+def test_sft_args_read_the_settings_and_fix_the_linear_schedule_on_shuffled_data():
+    from reappraisal.settings import GrmSftSettings
+
+    sft = GrmSftSettings.from_config({"num_train_epochs": 1, "learning_rate": 2e-5, "per_device_train_batch_size": 4,
+                                      "max_length": 256, "save_steps": 50})
+    assert sft_args(sft) == {"num_train_epochs": 1.0, "learning_rate": 2e-5, "per_device_train_batch_size": 4,
+                             "max_length": 256, "lr_scheduler_type": "linear", "shuffle_dataset": True}
 
 
 def _every_trainers_arguments(tracking, tmp_path: Path) -> dict[str, dict]:
     """The arguments each trainer here builds (its TrainingArguments/TRL config keywords) with ``tracking``."""
     from types import SimpleNamespace
 
-    from reappraisal.config import with_defaults
     from reappraisal.evaluation.demo_judge_io import judge_training_args
     from reappraisal.grm.train_io import _trainer_args
     from reappraisal.policy.train_io import grpo_settings
-    from reappraisal.settings import PolicySettings
+    from reappraisal.settings import EvaluationSettings, PolicySettings, RewardSettings
     from reappraisal.reward.bradley_terry_io import BradleyTerryConfig, reward_config_args
     from reappraisal.reward.train_io import RewardTrainConfig, training_arguments
 
     grm = _trainer_args(SimpleNamespace(path=tmp_path), seed=0, save_steps=5, tracking=tracking)  # SFT and GRPO
     return {
-        "reward seed": training_arguments(RewardTrainConfig.from_section({}), tmp_path, seed=0, bf16=False,
+        "reward seed": training_arguments(RewardTrainConfig.from_settings(RewardSettings()), tmp_path, seed=0, bf16=False,
                                           use_cpu=True, tracking=tracking),
-        "bradley_terry": reward_config_args(BradleyTerryConfig.from_section({}), tmp_path, seed=0, bf16=False,
+        "bradley_terry": reward_config_args(BradleyTerryConfig.from_settings(RewardSettings()), tmp_path, seed=0, bf16=False,
                                             use_cpu=True, tracking=tracking),
         "grm": grm,
         "policy arm": grpo_settings(PolicySettings(), seed=0, output_dir=tmp_path, bf16_capable=False, tracking=tracking),
-        "demo judge": judge_training_args(with_defaults("evaluation", {})["demo_judge"], tmp_path, seed=0, bf16=False,
+        "demo judge": judge_training_args(EvaluationSettings().demo_judge, tmp_path, seed=0, bf16=False,
                                           use_cpu=True, tracking=tracking),
     }
 
@@ -162,23 +163,24 @@ def test_the_reporter_reaches_every_trainers_arguments(tmp_path):
 
 def test_a_reporter_is_refused_in_one_line_naming_the_key(tmp_path):
     from reappraisal.config import load_config
+    from reappraisal.settings import TrainingSettings
     from reappraisal.training.tracking import OFF, PACKAGES, REPORTERS, Tracking
 
     schema = yaml.safe_load((Path(__file__).parents[1] / "workflow/schemas/config.schema.yaml").read_text())
     assert tuple(schema["properties"]["training"]["properties"]["report_to"]["enum"]) == REPORTERS
     assert set(PACKAGES) == set(REPORTERS) - {"none"}
-    assert Tracking.from_params({}, tmp_path) == Tracking("dvclive", tmp_path)  # the default, into the job's folder
-    assert Tracking.from_params({}, None) == OFF  # a command run by hand without --live-dir
+    assert Tracking.from_settings(TrainingSettings(), tmp_path) == Tracking("dvclive", tmp_path)  # into the job's folder
+    assert Tracking.from_settings(TrainingSettings(), None) == OFF  # a command run by hand without --live-dir
     assert load_config()["training"]["report_to"] == "dvclive"  # both presets: the schema's default
     with pytest.raises(ConfigError) as bad:
         load_config(overrides={"training": {"report_to": "mlflow"}})
     assert "config key 'training.report_to'" in str(bad.value) and "\n" not in str(bad.value)
     with pytest.raises(ConfigError, match="config key 'training.report_to'"):
-        Tracking.from_params({"training": {"report_to": "comet_ml"}}, tmp_path)
+        Tracking.from_settings(TrainingSettings.from_config({"report_to": "comet_ml"}), tmp_path)
     # a reporter the environment lacks (the locks install dvclive only): one line before any training
     with pytest.raises(ConfigError, match="tensorboard is not installed.*config key 'training.report_to'|"
                                           "config key 'training.report_to'.*tensorboard is not installed"):
-        Tracking.from_params({"training": {"report_to": "tensorboard"}}, tmp_path)
+        Tracking.from_settings(TrainingSettings.from_config({"report_to": "tensorboard"}), tmp_path)
 
 
 def test_a_trainer_built_for_another_reporter_is_refused(tmp_path):

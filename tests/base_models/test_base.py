@@ -13,6 +13,7 @@ from transformers import AutoModelForCausalLM, AutoModelForSequenceClassificatio
 from reappraisal.errors import ConfigError, PipelineInputError
 from reappraisal.base_models.manifest import check_model_location, read_manifest
 from reappraisal.base_models.prepare_io import ROLES, prepare_base_models, tokenizer_corpus
+from reappraisal.settings import BaseModelsSettings
 from reappraisal.base_models.tiny import TinyArchitecture, save_tiny_model, train_tokenizer
 
 from tests.reward.toy import make_toy_tables
@@ -30,7 +31,7 @@ def _tiny_cfg(root):
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("base")
     targets, vignettes, _ = make_toy_tables()
-    manifest = prepare_base_models(_tiny_cfg(root), {r: root / r for r in ROLES}, targets=targets, vignettes=vignettes, global_seed=10)
+    manifest = prepare_base_models(BaseModelsSettings.from_config(_tiny_cfg(root)), {r: root / r for r in ROLES}, targets=targets, vignettes=vignettes, global_seed=10)
     return root, manifest
 
 
@@ -95,11 +96,11 @@ def test_tiny_source_requires_the_configured_paths_to_be_its_outputs(tmp_path):
     cfg = _tiny_cfg(tmp_path)
     cfg["reward_base"] = "Qwen/Qwen3-1.7B"
     with pytest.raises(ConfigError, match="base_models.reward_base"):
-        prepare_base_models(cfg, {r: tmp_path / r for r in ROLES}, targets=targets, vignettes=vignettes)
+        prepare_base_models(BaseModelsSettings.from_config(cfg), {r: tmp_path / r for r in ROLES}, targets=targets, vignettes=vignettes)
     cfg = _tiny_cfg(tmp_path)
     cfg["tiny"]["seeds"] = {"reward": 1, "grm": 1, "policy": 3, "judge": 4}
     with pytest.raises(ConfigError, match="distinct seeds"):
-        prepare_base_models(cfg, {r: tmp_path / r for r in ROLES}, targets=targets, vignettes=vignettes)
+        prepare_base_models(BaseModelsSettings.from_config(cfg), {r: tmp_path / r for r in ROLES}, targets=targets, vignettes=vignettes)
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +122,7 @@ def _paper_cfg(location, judge_type="qwen3"):
 
 def test_paper_local_path_is_verified_and_recorded(tmp_path, local_checkpoint):
     out = {r: tmp_path / r for r in ROLES}
-    manifest = prepare_base_models(_paper_cfg(local_checkpoint), out)
+    manifest = prepare_base_models(BaseModelsSettings.from_config(_paper_cfg(local_checkpoint)), out)
     entry = manifest["roles"]["reward"]
     assert entry["source"] == "pretrained" and entry["hub_id"] is None
     assert entry["model_type"] == "qwen3" and entry["architectures"] == ["Qwen3ForCausalLM"]
@@ -131,19 +132,19 @@ def test_paper_local_path_is_verified_and_recorded(tmp_path, local_checkpoint):
 
 def test_paper_wrong_architecture_fails_before_training(tmp_path, local_checkpoint):
     with pytest.raises(PipelineInputError, match="expected 'llama'"):
-        prepare_base_models(_paper_cfg(local_checkpoint, judge_type="llama"), {r: tmp_path / r for r in ROLES})
+        prepare_base_models(BaseModelsSettings.from_config(_paper_cfg(local_checkpoint, judge_type="llama")), {r: tmp_path / r for r in ROLES})
 
 
 def test_paper_missing_path_and_unreachable_hub_id(tmp_path, monkeypatch, local_checkpoint):
     cfg = _paper_cfg(local_checkpoint)
     cfg["policy_base"] = str(tmp_path / "no" / "such" / "model")
     with pytest.raises(PipelineInputError, match="does not exist"):
-        prepare_base_models(cfg, {r: tmp_path / r for r in ROLES})
+        prepare_base_models(BaseModelsSettings.from_config(cfg), {r: tmp_path / r for r in ROLES})
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     cfg = _paper_cfg(local_checkpoint)
     cfg["judge_base"] = "no-such-org-zz/no-such-model"
     with pytest.raises(PipelineInputError, match="local Hugging Face cache"):
-        prepare_base_models(cfg, {r: tmp_path / r for r in ROLES})
+        prepare_base_models(BaseModelsSettings.from_config(cfg), {r: tmp_path / r for r in ROLES})
 
 
 def test_check_model_location(tmp_path, local_checkpoint):

@@ -11,6 +11,7 @@ import yaml
 
 from reappraisal.config import load_config
 from reappraisal.data.ingest_io import ingest
+from reappraisal.settings import DataSettings
 
 from tests.data.test_survey_exports import DEMO, LONG_MAPPING, assert_same_tables, build_long_export
 from tests.workflow_utils import run_snakemake
@@ -28,7 +29,7 @@ def test_users_preset_through_configfile_then_one_visible_error_line(clean_copy,
 
     run_snakemake(clean_copy, "--configfile", str(user_config), "--cores", "1", "data/interim/ratings.parquet")
     got = {n: pd.read_parquet(clean_copy / "data" / "interim" / f"{n}.parquet") for n in ("vignettes", "reappraisals", "ratings")}
-    assert_same_tables(got, ingest(DEMO, demo_cfg))
+    assert_same_tables(got, ingest(DEMO, DataSettings.from_config(demo_cfg)))
     assert (clean_copy / "results" / "data" / "ingest.json").is_file()
 
     # One rating out of scale in the user's export: the run stops on one line naming file, line, column.

@@ -17,6 +17,10 @@ from reappraisal.data.split import assign_splits, build_pairs, identical_texts_s
 
 from tests.workflow_utils import run_snakemake
 
+#: The data section of the commands' ``--params`` (the ingestion is not theirs: no sources).
+DATA = {"source": "bundled", "dimensions": ["effectiveness"], "primary_dimension": "effectiveness",
+        "ingest": {"vignettes": [], "reappraisals": [], "ratings": []}}
+
 
 @pytest.fixture(scope="module")
 def targets(data_pipeline):
@@ -114,7 +118,7 @@ def test_split_warns_about_scenarios_left_without_val_pairs_or_heldout_answers(t
     )
     paths = {n: tmp_path / f"{n}.parquet" for n in ("vignettes", "reappraisals", "ratings_z")}
     vignettes.to_parquet(paths["vignettes"]), reapp.to_parquet(paths["reappraisals"]), ratings.to_parquet(paths["ratings_z"])
-    params = {"seed": 1, "data": {"dimensions": ["effectiveness"], "primary_dimension": "effectiveness"},
+    params = {"seed": 1, "data": DATA,
               "split": {"val_fraction": 0.2, "heldout_author_types": ["gpt4"], "max_pairs_per_scenario": 300, "min_ratings_per_reappraisal": 3}}
     summary_path = tmp_path / "checks" / "split.json"
     argv = ["--ratings-z", paths["ratings_z"], "--reappraisals", paths["reappraisals"], "--vignettes", paths["vignettes"],
@@ -224,7 +228,7 @@ def test_split_stage_reports_what_was_merged_and_leakage_compares_val_with_train
     vignettes.to_parquet(paths["vignettes"])
     targets[["reappraisal_id", "vignette_id", "text", "author_type", "study"]].to_parquet(paths["reappraisals"])
     ratings.to_parquet(paths["ratings_z"])
-    params = {"seed": 3, "data": {"dimensions": ["effectiveness"], "primary_dimension": "effectiveness"},
+    params = {"seed": 3, "data": DATA,
               "split": {"val_fraction": 0.2, "heldout_author_types": ["gpt4"], "max_pairs_per_scenario": 300, "min_ratings_per_reappraisal": 3}}
     out = {n: tmp_path / f"{n}.parquet" for n in ("targets", "pairs")}
     argv = ["split-reappraisals", "--ratings-z", paths["ratings_z"], "--reappraisals", paths["reappraisals"], "--vignettes", paths["vignettes"],

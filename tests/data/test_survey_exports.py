@@ -31,6 +31,7 @@ import yaml
 
 from reappraisal.config import REPO_ROOT, load_config, resolve_preset, validate_config
 from reappraisal.data.ingest_io import ingest
+from reappraisal.settings import DataSettings
 
 from tests.data.ingest_fixtures import run_ingest
 
@@ -47,7 +48,7 @@ def demo_cfg() -> dict:
 @pytest.fixture(scope="module")
 def demo_tables(demo_cfg) -> dict[str, pd.DataFrame]:
     """The demo's wide-form ingest (the preset's own mapping)."""
-    return ingest(DEMO, demo_cfg)
+    return ingest(DEMO, DataSettings.from_config(demo_cfg))
 
 
 def demo_ratings_wide(demo_cfg) -> list[tuple[str, pd.DataFrame]]:

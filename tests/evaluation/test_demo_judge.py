@@ -13,13 +13,14 @@ import pandas as pd
 import pytest
 
 from reappraisal.evaluation.judge_spec import load_judge
+from reappraisal.settings import DemoJudgeSettings
 from tests.evaluation.test_judge_independence import _targets
 from tests.policy.fakes import build_tiny_policy
 
 BATCH = 16
-CFG = {"judge_train_fraction": 0.6, "min_margin": 0.3, "num_train_epochs": 1, "learning_rate": 1e-3,
-       "per_device_train_batch_size": BATCH, "max_length": 256, "save_steps": 100, "cpu_threads": 1,
-       "both_orders": True}
+JUDGE = DemoJudgeSettings.from_config({"min_margin": 0.3, "num_train_epochs": 1, "learning_rate": 1e-3,
+                                      "per_device_train_batch_size": BATCH, "max_length": 256, "save_steps": 100,
+                                      "cpu_threads": 1, "both_orders": True})
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,7 @@ def trained_judge(tmp_path_factory):
     root = tmp_path_factory.mktemp("demo_judge")
     base = build_tiny_policy(root / "base")
     vignettes = pd.DataFrame({"vignette_id": ["v1", "v2", "v3"], "text": ["S one.", "S two.", "S three."]})
-    summary = train_demo_judge(str(base), _targets(), vignettes, load_judge("demo-judge"), cfg=CFG,
+    summary = train_demo_judge(str(base), _targets(), vignettes, load_judge("demo-judge"), judge=JUDGE, judge_train_fraction=0.6,
                                dimension="effectiveness", seed=1, out_dir=root / "judge")
     return {"base": base, "out": root / "judge", "summary": summary}
 

@@ -10,6 +10,7 @@ from transformers import AutoTokenizer
 from reappraisal.evaluation.demo_judge_io import training_examples, verdict_completion
 from reappraisal.evaluation.human_pairs import human_pairs
 from reappraisal.evaluation.judge_spec import load_judge
+from reappraisal.settings import DemoJudgeSettings
 from reappraisal.evaluation.reward_path import ensemble_verdicts
 from tests.policy.fakes import build_tiny_policy
 
@@ -73,9 +74,10 @@ def test_a_killed_demo_judge_training_resumes_from_its_last_complete_checkpoint(
     base = build_tiny_policy(tmp_path / "base")
     targets = _targets()
     vignettes = pd.DataFrame({"vignette_id": ["v1", "v2", "v3"], "text": ["S one.", "S two.", "S three."]})
-    cfg = {"judge_train_fraction": 0.6, "min_margin": 0.3, "num_train_epochs": 2, "learning_rate": 1e-3, "per_device_train_batch_size": 4,
-           "max_length": 256, "save_steps": 2, "cpu_threads": 1,
-           "both_orders": True}
+    cfg = dict(judge=DemoJudgeSettings.from_config({"min_margin": 0.3, "num_train_epochs": 2, "learning_rate": 1e-3,
+                                                    "per_device_train_batch_size": 4, "max_length": 256, "save_steps": 2,
+                                                    "cpu_threads": 1, "both_orders": True}),
+               judge_train_fraction=0.6)
 
     class Kill(TrainerCallback):
         def on_step_end(self, args, state, control, **kw):
@@ -84,10 +86,10 @@ def test_a_killed_demo_judge_training_resumes_from_its_last_complete_checkpoint(
 
     out = tmp_path / "judge"
     with pytest.raises(KeyboardInterrupt):
-        train_demo_judge(str(base), targets, vignettes, load_judge("demo-judge"), cfg=cfg, dimension="effectiveness",
+        train_demo_judge(str(base), targets, vignettes, load_judge("demo-judge"), **cfg, dimension="effectiveness",
                          seed=1, out_dir=out, callbacks=[Kill()])
     assert not out.exists() and (tmp_path / ".judge.work" / "checkpoint-4").is_dir()
-    summary = train_demo_judge(str(base), targets, vignettes, load_judge("demo-judge"), cfg=cfg,
+    summary = train_demo_judge(str(base), targets, vignettes, load_judge("demo-judge"), **cfg,
                                dimension="effectiveness", seed=1, out_dir=out)
     assert summary["resumed_from"] == "checkpoint-4"
     n_steps = -(-summary["examples"] // 4) * 2

@@ -16,9 +16,13 @@ import pandas as pd
 import pytest
 
 from reappraisal.grm.prompts import SYSTEM_PROMPT, USER_TEMPLATE
+from reappraisal.settings import DataSettings, GrmSettings
 
 DIMENSIONS = ["effectiveness", "empathy", "novelty", "specificity"]
-DATA_CFG = {"dimensions": DIMENSIONS, "primary_dimension": "effectiveness"}
+#: The data section of the GRM commands' ``--params`` (the ingestion is not theirs: no sources), and its settings.
+DATA_CFG = {"source": "bundled", "dimensions": DIMENSIONS, "primary_dimension": "effectiveness",
+            "ingest": {"vignettes": [], "reappraisals": [], "ratings": []}}
+DATA = DataSettings.from_config(DATA_CFG)
 
 SCENARIOS = {
     "v1": "Your friend did not come to your birthday dinner and did not answer your messages.",
@@ -108,6 +112,11 @@ def tiny_cfg(**overrides) -> dict:
     return cfg
 
 
+def grm_settings(**overrides) -> GrmSettings:
+    """:func:`tiny_cfg` as the settings a command builds from it."""
+    return GrmSettings.from_config(tiny_cfg(**overrides))
+
+
 @pytest.fixture(scope="session")
 def trained_grm(tmp_path_factory, tables, tiny_base) -> dict:
     """One tiny two-stage training run (SFT, then 2 GRPO steps) shared by the slow tests."""
@@ -116,7 +125,7 @@ def trained_grm(tmp_path_factory, tables, tiny_base) -> dict:
     root = tmp_path_factory.mktemp("grm_trained")
     cfg = tiny_cfg()
     summary = train_grm(
-        str(tiny_base), tables["pairs"], tables["targets"], tables["vignettes"], cfg=cfg, data_cfg=DATA_CFG,
+        str(tiny_base), tables["pairs"], tables["targets"], tables["vignettes"], grm=GrmSettings.from_config(cfg), data=DATA,
         seed=7, out_dir=root / "grm", sft_out_dir=root / "grm_sft",
     )
     return {"root": root, "final": root / "grm", "sft": root / "grm_sft", "summary": summary, "cfg": cfg}

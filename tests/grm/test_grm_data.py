@@ -11,7 +11,7 @@ from reappraisal.grm.scorer import median_references
 from reappraisal.grm.traces import split_trace, teacher_traces, templated_rationale
 from reappraisal.grm.train_io import check_train_only, sft_rows
 
-from .conftest import DATA_CFG, DIMENSIONS, tiny_cfg
+from .conftest import DATA, DIMENSIONS, grm_settings
 
 
 def test_both_orders_swaps_slots_and_the_correct_letter(tables):
@@ -30,7 +30,7 @@ def test_delta_that_leaves_no_pairs_is_a_clear_error(tables):
     with pytest.raises(PipelineInputError, match=r"grm\.delta.*leaves no clearly separated 'train' pairs"):
         select_pairs(tables["pairs"], split="train", delta=50.0)
     with pytest.raises(PipelineInputError, match="leaves no clearly separated"):
-        sft_rows(tables["pairs"], tables["targets"], cfg=tiny_cfg(delta=50.0), data_cfg=DATA_CFG, seed=0)
+        sft_rows(tables["pairs"], tables["targets"], grm=grm_settings(delta=50.0), data=DATA, seed=0)
 
 
 def test_pairs_missing_columns_is_a_clear_error(tables):
@@ -48,8 +48,8 @@ def test_templated_rationale_names_the_human_ratings():
 
 
 def test_templated_traces_cover_both_orders_of_separated_train_pairs(tables):
-    rows, info = sft_rows(tables["pairs"], tables["targets"], cfg=tiny_cfg(sft={"max_pairs": None}),
-                          data_cfg=DATA_CFG, seed=0)
+    rows, info = sft_rows(tables["pairs"], tables["targets"], grm=grm_settings(sft={"max_pairs": None}),
+                          data=DATA, seed=0)
     separated = select_pairs(tables["pairs"], split="train", delta=1.0)
     assert info["source"] == "templated" and len(rows) == 2 * len(separated)
     assert rows["reasoning"].str.startswith("Effectiveness ").all()
@@ -79,7 +79,7 @@ def test_teacher_traces_keep_correct_ones_and_count_the_rest(tables):
 def test_traces_file_with_wrong_columns_is_a_clear_error(tables):
     bad = pd.DataFrame({"id": ["p"], "text": ["ANSWER: A"]})
     with pytest.raises(DataValidationError, match=r"traces\.csv: missing column\(s\) \['pair_id', 'order', 'trace'\]"):
-        sft_rows(tables["pairs"], tables["targets"], cfg=tiny_cfg(), data_cfg=DATA_CFG, seed=0, traces=bad,
+        sft_rows(tables["pairs"], tables["targets"], grm=grm_settings(), data=DATA, seed=0, traces=bad,
                  traces_where="traces.csv")
 
 

@@ -15,7 +15,7 @@ from reappraisal.grm.training_summary import SUMMARY_FILE
 from reappraisal.training.locks import lock_holder
 from reappraisal.training.segments import read_segments
 
-from .conftest import DATA_CFG, tiny_cfg
+from .conftest import DATA, grm_settings
 
 
 class Killed(Exception):
@@ -54,9 +54,9 @@ def test_killed_after_an_rl_checkpoint_the_rerun_resumes_there_and_matches_an_un
         tables, tiny_base, tmp_path, caplog):
     import torch
 
-    cfg = tiny_cfg(sft={"num_train_epochs": 1}, grpo={"max_steps": 2, "save_steps": 1})
+    cfg = grm_settings(sft={"num_train_epochs": 1}, grpo={"max_steps": 2, "save_steps": 1})
     args = (str(tiny_base), tables["pairs"], tables["targets"], tables["vignettes"])
-    kw = dict(cfg=cfg, data_cfg=DATA_CFG, seed=7)
+    kw = dict(grm=cfg, data=DATA, seed=7)
     fresh = train_grm(*args, **kw, out_dir=tmp_path / "fresh" / "grm", sft_out_dir=tmp_path / "fresh" / "grm_sft")
 
     root = tmp_path / "run"

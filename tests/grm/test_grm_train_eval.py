@@ -17,7 +17,7 @@ from reappraisal.cli import main as cli
 from reappraisal.grm.scorer import GRMScorer, median_references
 from reappraisal.grm.training_summary import SUMMARY_FILE
 
-from .conftest import BAD, DATA_CFG, GOOD, SCENARIOS, tiny_cfg
+from .conftest import BAD, DATA, DATA_CFG, GOOD, SCENARIOS, grm_settings, tiny_cfg
 
 
 def _write_inputs(tmp_path, tables):
@@ -159,7 +159,7 @@ def test_teacher_traces_file_and_skipped_rl_stage(tables, tiny_base, tmp_path):
     loaded = read_table(tmp_path / "traces.jsonl", where="traces")
     summary = train_grm(
         str(tiny_base), tables["pairs"], tables["targets"], tables["vignettes"],
-        cfg=tiny_cfg(sft={"num_train_epochs": 1}, grpo={"max_steps": 0}), data_cfg=DATA_CFG, seed=0,
+        grm=grm_settings(sft={"num_train_epochs": 1}, grpo={"max_steps": 0}), data=DATA, seed=0,
         out_dir=tmp_path / "grm", sft_out_dir=tmp_path / "grm_sft", traces=loaded,
     )
     assert summary["sft"]["source"] == "traces_file"
@@ -182,8 +182,8 @@ def test_killed_stages_resume_from_their_last_complete_checkpoints(tables, tiny_
     from reappraisal.grm.train_io import train_grm
     from reappraisal.training.checkpoints import last_complete_checkpoint
 
-    cfg = tiny_cfg(sft={"num_train_epochs": 2, "save_steps": 4, "logging_steps": 1}, grpo={"max_steps": 2, "save_steps": 1})
-    kw = dict(cfg=cfg, data_cfg=DATA_CFG, seed=7, out_dir=tmp_path / "grm", sft_out_dir=tmp_path / "grm_sft")
+    cfg = grm_settings(sft={"num_train_epochs": 2, "save_steps": 4, "logging_steps": 1}, grpo={"max_steps": 2, "save_steps": 1})
+    kw = dict(grm=cfg, data=DATA, seed=7, out_dir=tmp_path / "grm", sft_out_dir=tmp_path / "grm_sft")
     args = (str(tiny_base), tables["pairs"], tables["targets"], tables["vignettes"])
     work = tmp_path / ".grm.work"
 

@@ -15,7 +15,7 @@ from reappraisal.settings import GrmSettings
 from reappraisal.training.vllm_colocate import PROMPT_ROOM, vllm_settings
 from tests.fake_vllm import FakeLLM
 
-from .conftest import DATA_CFG, tiny_cfg
+from .conftest import DATA, tiny_cfg
 
 #: What the fake engine answers, in turn: a right-or-wrong verdict, the other verdict, no verdict.
 REPLIES = ["Slot A offers another reading.\nANSWER: A", "Slot B is kinder.\nANSWER: B", "It depends."]
@@ -61,8 +61,8 @@ def test_one_grm_rl_step_goes_through_trls_vllm_colocate_path(tables, tiny_base,
     grm_vllm = load_config(overrides={"preset": "paper"})["grm"]["vllm"]
     cfg = {**tiny_cfg(sft={"num_train_epochs": 1, "max_pairs": 4}, grpo={"max_steps": 1, "num_generations": 3}),
            "vllm": grm_vllm}
-    summary = train_io.train_grm(str(tiny_base), tables["pairs"], tables["targets"], tables["vignettes"], cfg=cfg,
-                                 data_cfg=DATA_CFG, seed=0, out_dir=tmp_path / "grm", sft_out_dir=tmp_path / "grm_sft")
+    summary = train_io.train_grm(str(tiny_base), tables["pairs"], tables["targets"], tables["vignettes"], grm=GrmSettings.from_config(cfg),
+                                 data=DATA, seed=0, out_dir=tmp_path / "grm", sft_out_dir=tmp_path / "grm_sft")
     assert summary["grpo"]["global_step"] == 1
 
     (llm,) = FakeLLM.instances

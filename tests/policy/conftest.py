@@ -49,7 +49,8 @@ def real_judges(tmp_path_factory) -> dict:
     from reappraisal.base_models.tiny import TinyArchitecture, save_tiny_model, train_tokenizer
     from reappraisal.reward.dataset import examples_for_split, pairs_for_split
     from reappraisal.reward.train_io import RewardTrainConfig, train_reward_model
-    from tests.grm.conftest import DATA_CFG, make_tables, tiny_cfg
+    from reappraisal.settings import GrmSettings, RewardSettings
+    from tests.grm.conftest import DATA, make_tables, tiny_cfg
     from tests.reward.toy import DIMS, make_toy_tables
 
     root = tmp_path_factory.mktemp("judges")
@@ -66,7 +67,7 @@ def real_judges(tmp_path_factory) -> dict:
     for seed in (0, 1):
         out = root / "rm" / f"seed{seed}"
         train_reward_model(base=str(rm_base), train=train, val=val, val_pairs=pairs_for_split(pairs, "val"), seed=seed,
-                           global_seed=0, out_dir=out, cfg=RewardTrainConfig.from_section(rm_section),
+                           global_seed=0, out_dir=out, cfg=RewardTrainConfig.from_settings(RewardSettings.from_config(rm_section)),
                            primary_dimension="effectiveness")
         rm_dirs.append(out)
 
@@ -75,6 +76,6 @@ def real_judges(tmp_path_factory) -> dict:
         GRM_SYSTEM_PROMPT, GRM_USER_TEMPLATE, "ANSWER: A", "ANSWER: B"] + list(make_targets()["text"])
     grm_base = save_tiny_model(root / "grm_base", train_tokenizer(corpus, vocab_size=600), seed=3)
     grm_cfg = tiny_cfg(sft={"num_train_epochs": 4}, grpo={"max_steps": 0})
-    train_grm(str(grm_base), t["pairs"], t["targets"], t["vignettes"], cfg=grm_cfg, data_cfg=DATA_CFG, seed=7,
+    train_grm(str(grm_base), t["pairs"], t["targets"], t["vignettes"], grm=GrmSettings.from_config(grm_cfg), data=DATA, seed=7,
               out_dir=root / "grm", sft_out_dir=root / "grm_sft")
     return {"rm_dirs": rm_dirs, "grm_dir": root / "grm", "reward": rm_section, "grm": grm_cfg}

@@ -36,6 +36,7 @@ def tiny_base(tmp_path_factory, toy_tables):
 
 def tiny_train_config(**overrides):
     from reappraisal.reward.train_io import RewardTrainConfig
+    from reappraisal.settings import RewardSettings
 
     base = dict(
         max_length=128,
@@ -52,7 +53,7 @@ def tiny_train_config(**overrides):
         cpu_threads=1,
     )
     base.update(overrides)
-    return RewardTrainConfig.from_section(base)  # the rest: the schema's defaults
+    return RewardTrainConfig.from_settings(RewardSettings.from_config(base))  # the rest: the schema's defaults
 
 
 def toy_examples(toy_tables):

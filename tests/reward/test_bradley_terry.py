@@ -15,9 +15,10 @@ from transformers import TrainerCallback
 from reappraisal.cli import main
 from reappraisal.errors import ConfigError, DataValidationError
 from reappraisal.reward.bradley_terry_io import BradleyTerryConfig, load_bt_base, preference_pairs, train_bradley_terry
+from reappraisal.settings import RewardSettings
 from reappraisal.reward.dataset import examples_for_split, pairs_for_split
 
-from .toy import DIMS, SCENARIOS, make_toy_tables
+from .toy import DATA, DIMS, SCENARIOS, make_toy_tables
 
 #: Six scenarios as in the demo (the toy set's three, and three more of the same kind).
 DEMO_LIKE_SCENARIOS = {
@@ -32,7 +33,8 @@ def tiny_bt_config(**overrides):
     bt = dict(learning_rate=3e-3, num_train_epochs=2, per_device_train_batch_size=8, gradient_accumulation_steps=1,
               save_steps=5, logging_steps=5, warmup_ratio=0.0, weight_decay=0.0, lr_scheduler_type="linear")
     bt.update(overrides)
-    return BradleyTerryConfig.from_section({"max_length": 128, "cpu_threads": 1, "bradley_terry": bt})
+    return BradleyTerryConfig.from_settings(RewardSettings.from_config({"max_length": 128, "cpu_threads": 1,
+                                                                        "bradley_terry": bt}))
 
 
 def _train_pairs(toy_tables, min_gap=0.5, max_pairs=None):
@@ -86,7 +88,7 @@ def test_a_train_pair_with_a_validation_reappraisal_is_refused(toy_tables):
 
 
 def test_cli_bad_min_gap_stops_with_one_line_naming_the_key(tmp_path, toy_files, tiny_base, capsys):
-    params = json.dumps({"data": {"dimensions": DIMS, "primary_dimension": "effectiveness"},
+    params = json.dumps({"data": DATA,
                          "reward": {"max_length": 128, "bradley_terry": {"min_gap": 50.0}}, "seed": 1, "preset": "demo"})
     rc = main(["train-bradley-terry", "--base-model", str(tiny_base), "--targets", str(toy_files["targets"]),
                "--vignettes", str(toy_files["vignettes"]), "--pairs", str(toy_files["pairs"]),

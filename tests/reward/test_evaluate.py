@@ -10,7 +10,7 @@ from reappraisal.errors import PipelineInputError
 from reappraisal.reward.dataset import examples_for_split, pairs_for_split
 from reappraisal.reward.evaluate_io import evaluate_reward_models, evaluate_scores
 
-from .toy import DIMS, make_pairs
+from .toy import DATA, DIMS, make_pairs
 
 
 def _eval(dirs, targets, vignettes, pairs, **kw):
@@ -58,7 +58,7 @@ def test_no_val_pairs_is_a_clear_error(toy_tables):
 
 
 def _params(**rm):
-    return json.dumps({"data": {"dimensions": DIMS, "primary_dimension": "effectiveness"},
+    return json.dumps({"data": DATA,
                        "reward": {"seeds": [0, 1, 2], "max_length": 128, **rm}, "seed": 1, "preset": "demo"})
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from reappraisal import numerics
 
-from .toy import DIMS
+from .toy import DATA
 
 AVX2_ONLY = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2",
              "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
@@ -41,7 +41,7 @@ def _native_capability() -> str:
 
 def _train(tmp_path, name, toy_files, tiny_base, env) -> str:
     params = json.dumps({
-        "data": {"dimensions": DIMS, "primary_dimension": "effectiveness"},
+        "data": DATA,
         "reward": {"seeds": [0], "max_length": 128, "learning_rate": 3e-3, "num_train_epochs": 3,
                    "per_device_train_batch_size": 8, "save_steps": 1000, "eval_steps": 1000,
                    "logging_steps": 1000, "cpu_threads": 1},

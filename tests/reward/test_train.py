@@ -199,10 +199,10 @@ def test_sigkill_mid_run_then_rerun_resumes(tmp_path, toy_files, tiny_base):
     import sys
     import time
 
-    from .toy import DIMS
+    from .toy import DATA
 
     params = json.dumps({
-        "data": {"dimensions": DIMS, "primary_dimension": "effectiveness"},
+        "data": DATA,
         "reward": {"seeds": [0], "max_length": 128, "learning_rate": 3e-3, "num_train_epochs": 60,
                          "per_device_train_batch_size": 8, "save_steps": 2, "eval_steps": 1000,
                          "logging_steps": 1000, "cpu_threads": 1},

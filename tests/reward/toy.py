@@ -14,6 +14,9 @@ import numpy as np
 import pandas as pd
 
 DIMS = ["effectiveness", "empathy", "novelty", "specificity"]
+#: The data section of the toy commands' ``--params`` (the ingestion is not theirs: no sources).
+DATA = {"source": "bundled", "dimensions": DIMS, "primary_dimension": "effectiveness",
+        "ingest": {"vignettes": [], "reappraisals": [], "ratings": []}}
 
 SCENARIOS = {
     "t1": "My friend Jordan missed my birthday dinner and did not answer my messages.",

@@ -24,10 +24,10 @@ import argparse
 import hashlib
 import logging
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from reappraisal.atomic import atomic_dir, write_json
-from reappraisal.config import with_defaults
+from reappraisal.settings import BaseModelsSettings, Settings, as_config
 from reappraisal.errors import ConfigError, DataValidationError, PipelineInputError
 from reappraisal.file_hashes import sha256_file
 from reappraisal.input_tables import read_table
@@ -166,7 +166,7 @@ def verify_pretrained(role: str, location: str, expected_model_type: str | None)
 
 
 def prepare_base_models(
-    models_cfg: Mapping[str, Any],
+    base_models: BaseModelsSettings,
     role_dirs: Mapping[str, str | Path],
     *,
     targets=None,
@@ -174,11 +174,10 @@ def prepare_base_models(
     global_seed: int = 0,
 ) -> dict:
     """Build (``source: tiny``) or verify (``source: pretrained``) every role; return the manifest."""
-    models_cfg = with_defaults("base_models", models_cfg)
-    source = models_cfg["source"]
+    source = base_models.source
     if source == "tiny":
         for role, out in role_dirs.items():
-            configured = Path(str(models_cfg[f"{role}_base"]))
+            configured = Path(str(getattr(base_models, f"{role}_base")))
             if configured.resolve() != Path(out).resolve():
                 raise ConfigError(
                     f"with base_models.source 'tiny' it must be the directory this stage writes ({out}), "
@@ -187,22 +186,23 @@ def prepare_base_models(
                 )
         if targets is None or vignettes is None:
             raise PipelineInputError("the tiny models need targets and vignettes to train a tokenizer", where="prepare_base_models")
-        tiny = dict(models_cfg["tiny"])
-        seeds = {r: int(global_seed) + int((tiny.get("seeds") or {}).get(r, i + 1)) for i, r in enumerate(ROLES)}
+        tiny = base_models.tiny
+        # a role the config's seeds leave out is offset by its place among the roles
+        offsets = {r: getattr(tiny.seeds, r) for r in ROLES}
+        seeds = {r: int(global_seed) + int(i + 1 if offsets[r] is None else offsets[r]) for i, r in enumerate(ROLES)}
         if len(set(seeds.values())) != len(seeds):
             raise ConfigError(f"roles must have distinct seeds, got {seeds}", where="config key 'base_models.tiny.seeds'")
-        arch_fields = TinyArchitecture.__dataclass_fields__
-        shared = {k: v for k, v in tiny.items() if k in arch_fields}
-        overrides = tiny.get("role_overrides") or {}
-        arch = {r: TinyArchitecture(**{**shared, **(overrides.get(r) or {})}) for r in role_dirs}
+        shared = {k: getattr(tiny, k) for k in TinyArchitecture.__dataclass_fields__}
+        overrides = {r: as_config(getattr(tiny.role_overrides, r)) or {} for r in role_dirs}
+        arch = {r: TinyArchitecture(**{**shared, **overrides[r]}) for r in role_dirs}
         texts = tokenizer_corpus(targets, vignettes)
-        roles = build_tiny_roles(role_dirs, texts, arch=arch, vocab_size=int(tiny["vocab_size"]), seeds=seeds)
+        roles = build_tiny_roles(role_dirs, texts, arch=arch, vocab_size=int(tiny.vocab_size), seeds=seeds)
         corpus = {"n_texts": len(texts), "sha256": hashlib.sha256("\n\x00".join(texts).encode()).hexdigest()}
     elif source == "pretrained":
-        expected = models_cfg["expected_model_type"]
+        expected = base_models.expected_model_type
         roles = {}
         for role, out in role_dirs.items():
-            entry = verify_pretrained(role, str(models_cfg[f"{role}_base"]), expected.get(role))
+            entry = verify_pretrained(role, str(getattr(base_models, f"{role}_base")), getattr(expected, role))
             with atomic_dir(out) as tmp:
                 tmp.chmod(0o755)
                 write_json(entry, tmp / "SOURCE.json")
@@ -226,18 +226,19 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     params = parse_params(a.params)
-    models_cfg = params.get("base_models")
-    if not models_cfg:
+    if not params.get("base_models"):
         raise ConfigError("the 'base_models' section is missing", where="--params")
+    settings = Settings.from_params(params)
     targets = vignettes = None
-    if models_cfg.get("source") == "tiny":
+    if settings.base_models.source == "tiny":
         for name, path in (("--targets", a.targets), ("--vignettes", a.vignettes)):
             if not path:
                 raise PipelineInputError("the tiny source needs this input table", where=name)
         targets, vignettes = read_table(a.targets), read_table(a.vignettes)
     role_dirs = {r: Path(a.out_root) / r for r in ROLES}
-    manifest = prepare_base_models(models_cfg, role_dirs, targets=targets, vignettes=vignettes, global_seed=int(params["seed"]))
-    manifest["preset"] = params.get("preset")
+    manifest = prepare_base_models(settings.base_models, role_dirs, targets=targets, vignettes=vignettes,
+                                   global_seed=int(settings.seed))
+    manifest["preset"] = settings.preset
     write_json(manifest, a.manifest)
     for role, e in manifest["roles"].items():
         print(f"{role}: {e['location']} ({e['model_type']}, {e['n_parameters']:,} parameters)")

@@ -4,8 +4,8 @@ Source ``bundled`` copies the shipped demo dataset (minus its test-only
 ``truth/`` folder and README); source ``osf`` downloads the OSF node through
 the API (:mod:`reappraisal.data.osf`). Either way the folder is replaced only
 once complete, and the manifest lists every file with its size and sha256.
-The ``data`` section is read through :func:`reappraisal.config.with_defaults`
-(the schema's defaults, no fallbacks here).
+The command reads the ``data`` settings (:mod:`reappraisal.settings`: the
+schema's defaults, no fallbacks here).
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import argparse
 import datetime as dt
 import shutil
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from ..atomic import atomic_dir, write_json
-from ..config import with_defaults
 from ..errors import ConfigError, DataValidationError
 from ..file_hashes import sha256_file
 from ..params import parse_params
+from ..settings import DataSettings, OsfSettings, Settings
 
 
 def bundled_files(root: Path) -> list[Path]:
@@ -47,23 +47,23 @@ def fetch_bundled(src: Path, out_dir: Path) -> list[dict[str, Any]]:
     return entries
 
 
-def fetch_osf(osf_cfg: Mapping[str, Any], out_dir: Path) -> list[dict[str, Any]]:
+def fetch_osf(osf_settings: OsfSettings, out_dir: Path) -> list[dict[str, Any]]:
     """Download the node into a persistent cache beside ``out_dir`` (so a rerun
     after a crash skips files already verified), then publish a copy atomically.
 
-    ``osf_cfg`` is the validated ``data.osf`` section (defaults filled)."""
+    ``osf_settings``: the ``data.osf`` settings."""
     from . import osf
 
     cache = out_dir.parent / ".osf_cache"
     manifest = osf.fetch_node(
-        osf_cfg["node"],
+        osf_settings.node,
         cache / "files",
-        api_url=osf_cfg["api_url"],
-        token_env=osf_cfg["token_env"],
-        include=osf_cfg["include"],
-        exclude=osf_cfg["exclude"],
+        api_url=osf_settings.api_url,
+        token_env=osf_settings.token_env,
+        include=list(osf_settings.include),
+        exclude=list(osf_settings.exclude),
         manifest_path=cache / "osf_manifest.json",
-        retry=osf.RetryPolicy(max_retries=osf_cfg["max_retries"], timeout_s=osf_cfg["timeout_s"]),
+        retry=osf.RetryPolicy(max_retries=osf_settings.max_retries, timeout_s=osf_settings.timeout_s),
     )
     with atomic_dir(out_dir) as tmp:
         for entry in manifest["files"]:
@@ -75,21 +75,17 @@ def fetch_osf(osf_cfg: Mapping[str, Any], out_dir: Path) -> list[dict[str, Any]]
     return manifest["files"]
 
 
-def fetch(data_cfg: Mapping[str, Any], out_dir: str | Path, manifest_path: str | Path) -> dict[str, Any]:
+def fetch(data: DataSettings, out_dir: str | Path, manifest_path: str | Path) -> dict[str, Any]:
     out_dir = Path(out_dir)
-    data_cfg = with_defaults("data", data_cfg)
-    source = data_cfg["source"]
+    source = data.source
     if source == "bundled":
-        if "bundled_dir" not in data_cfg:
-            raise ConfigError("source 'bundled' needs bundled_dir (the export's folder, e.g. data/demo)",
-                              where="config key 'data.bundled_dir'")
-        entries = fetch_bundled(Path(data_cfg["bundled_dir"]), out_dir)
-        origin = {"source": "bundled", "bundled_dir": data_cfg["bundled_dir"]}
+        entries = fetch_bundled(Path(data.bundled_dir), out_dir)
+        origin = {"source": "bundled", "bundled_dir": data.bundled_dir}
     elif source == "osf":
-        if "osf" not in data_cfg:
+        if data.osf is None:
             raise ConfigError("source 'osf' needs an osf section (node, api_url)", where="config key 'data.osf'")
-        entries = fetch_osf(data_cfg["osf"], out_dir)
-        origin = {"source": "osf", "node": data_cfg["osf"]["node"], "api_url": data_cfg["osf"]["api_url"]}
+        entries = fetch_osf(data.osf, out_dir)
+        origin = {"source": "osf", "node": data.osf.node, "api_url": data.osf.api_url}
     else:  # the schema already restricts this; kept for direct callers
         raise ConfigError(f"unknown source {source!r}", where="config key 'data.source'")
     manifest = {
@@ -107,6 +103,9 @@ def cli_main(argv: Sequence[str]) -> int:
     ap.add_argument("--manifest", required=True)
     ap.add_argument("--params", required=True, help="JSON with the `data` config section")
     args = ap.parse_args(argv)
-    manifest = fetch(parse_params(args.params)["data"], args.out_dir, args.manifest)
+    settings = Settings.from_params(parse_params(args.params))
+    if settings.data is None:
+        raise ConfigError("the 'data' section is missing", where="--params")
+    manifest = fetch(settings.data, args.out_dir, args.manifest)
     print(f"fetch_data: {len(manifest['files'])} files from {manifest['source']}")
     return 0

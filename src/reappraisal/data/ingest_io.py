@@ -30,7 +30,7 @@ import pandas as pd
 
 from ..atomic import atomic_path
 from ..errors import ConfigError, DataValidationError
-from ..config import with_defaults
+from ..settings import DataSettings, IngestSettings, Settings
 from ..params import parse_params
 from .ids import case_variants, date_mangling, numeric_mangling, serial_date, serial_date_mangling, variant_of, zero_variants
 from .leakage import normalized_text
@@ -314,7 +314,7 @@ def repair_serial_date_rater_ids(ratings: pd.DataFrame) -> list[str]:
     return notes
 
 
-def rater_id_variants(ratings: pd.DataFrame, mapping: Mapping[str, Any]) -> list[str]:
+def rater_id_variants(ratings: pd.DataFrame, ingest: IngestSettings) -> list[str]:
     """Rater ids of one study that differ only by case (``S4_P001`` / ``s4_p001``) or by leading zeros (``007`` /
     ``7``, a spreadsheet's number): folded into one rater when declared (``case_insensitive_ids``,
     ``leading_zero_insensitive_ids``: the longest, zero-padded form is kept), else kept apart and listed (some
@@ -323,14 +323,14 @@ def rater_id_variants(ratings: pd.DataFrame, mapping: Mapping[str, Any]) -> list
     for study in sorted(ratings["study"].unique()):
         mine = (ratings["study"] == study).to_numpy()
         variants = case_variants(ratings.loc[mine, "rater_id"].unique())
-        if variants and mapping["case_insensitive_ids"]:
+        if variants and ingest.case_insensitive_ids:
             ratings.loc[mine, "rater_id"] = ratings.loc[mine, "rater_id"].str.casefold()
         elif variants:
             shown = "; ".join(" / ".join(v) for v in variants[:5]) + (" ..." if len(variants) > 5 else "")
             warnings.append(f"study {study}: {len(variants)} rater id(s) differ only by case ({shown}); they are "
                             "read as different raters (set data.ingest.case_insensitive_ids: true if they are not)")
         variants = zero_variants(ratings.loc[mine, "rater_id"].unique())
-        if variants and mapping["leading_zero_insensitive_ids"]:
+        if variants and ingest.leading_zero_insensitive_ids:
             fold = {v: group[0] for group in variants for v in group[1:]}
             ratings.loc[mine, "rater_id"] = ratings.loc[mine, "rater_id"].replace(fold)
         elif variants:
@@ -363,19 +363,18 @@ def check_training_scenarios(vignettes: pd.DataFrame, reappraisals: pd.DataFrame
             )
 
 
-def ingest_with_counts(raw_dir: str | Path, data_cfg: Mapping[str, Any]) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+def ingest_with_counts(raw_dir: str | Path, data: DataSettings) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     """Read and validate all declared sources: the three canonical tables and the ingest checks."""
     raw_dir = Path(raw_dir)
     if not raw_dir.is_dir():
         raise DataValidationError("raw data folder does not exist (run fetch_data first)", where=str(raw_dir))
-    data_cfg = with_defaults("data", data_cfg)
-    mapping = data_cfg["ingest"]
+    sources = data.ingest
     counts: dict[str, list[dict]] = {"vignettes": [], "reappraisals": [], "ratings": []}
-    vignettes = ingest_vignettes(raw_dir, mapping.get("vignettes"), counts["vignettes"])
-    reappraisals = ingest_reappraisals(raw_dir, mapping.get("reappraisals"), counts["reappraisals"])
-    ratings = ingest_ratings(raw_dir, mapping.get("ratings"), data_cfg["dimensions"], counts["ratings"])
+    vignettes = ingest_vignettes(raw_dir, sources.vignettes, counts["vignettes"])
+    reappraisals = ingest_reappraisals(raw_dir, sources.reappraisals, counts["reappraisals"])
+    ratings = ingest_ratings(raw_dir, sources.ratings, list(data.dimensions), counts["ratings"])
     notes = repair_serial_date_rater_ids(ratings)
-    warnings = rater_id_variants(ratings, mapping)
+    warnings = rater_id_variants(ratings, sources)
     check_date_mangling({"vignettes": vignettes, "reappraisals": reappraisals, "ratings": ratings})
     check_references(vignettes, reappraisals, ratings)
     check_training_scenarios(vignettes, reappraisals)
@@ -388,9 +387,9 @@ def ingest_with_counts(raw_dir: str | Path, data_cfg: Mapping[str, Any]) -> tupl
     return tables, {**ingest_checks(tables, counts), "warnings": warnings, **({"notes": notes} if notes else {})}
 
 
-def ingest(raw_dir: str | Path, data_cfg: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
+def ingest(raw_dir: str | Path, data: DataSettings) -> dict[str, pd.DataFrame]:
     """The three canonical tables (see :func:`ingest_with_counts`)."""
-    return ingest_with_counts(raw_dir, data_cfg)[0]
+    return ingest_with_counts(raw_dir, data)[0]
 
 
 def ingest_checks(tables: Mapping[str, pd.DataFrame], counts: Mapping[str, list[dict]]) -> dict[str, Any]:
@@ -427,8 +426,10 @@ def cli_main(argv: Sequence[str]) -> int:
     ap.add_argument("--checks", help="JSON file for the counts (rows read, filtered, blank rating cells, ...)")
     ap.add_argument("--params", required=True, help="JSON with the `data` config section")
     args = ap.parse_args(argv)
-    cfg = parse_params(args.params)
-    tables, checks = ingest_with_counts(args.raw_dir, cfg["data"])
+    settings = Settings.from_params(parse_params(args.params))
+    if settings.data is None:
+        raise ConfigError("the 'data' section is missing", where="--params")
+    tables, checks = ingest_with_counts(args.raw_dir, settings.data)
     write_outputs(tables, args.out_dir, checks, args.checks)
     for warning in checks["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)

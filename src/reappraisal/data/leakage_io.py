@@ -27,6 +27,7 @@ import pandas as pd
 
 from .leakage import TextPools, find_overlaps, identical_texts
 from .quoting import quote
+from ..settings import Settings
 from .gate_command import gate_arguments, publish_gate_report
 
 
@@ -69,8 +70,8 @@ def leak_lines(report: dict) -> list[str]:
 
 def cli_main(argv: Sequence[str]) -> int:
     params, targets, vignettes, out = gate_arguments("reappraisal check-leakage", __doc__, argv)
-    cfg = params["leakage"]
-    report = run_checks(targets, vignettes, cfg["ngram"], cfg["max_shared_ngrams"])
+    leakage = Settings.from_params(params).leakage
+    report = run_checks(targets, vignettes, leakage.ngram, leakage.max_shared_ngrams)
     leaks = leak_lines(report)
 
     def failure(failed: Path) -> str:

@@ -9,6 +9,7 @@ from ..atomic import write_json, write_parquet
 from ..params import parse_params
 from ..input_tables import read_table
 from ..errors import DataValidationError
+from ..settings import Settings
 from .normalize import zscore_ratings
 
 
@@ -19,12 +20,12 @@ def cli_main(argv: Sequence[str]) -> int:
     ap.add_argument("--summary", required=True)
     ap.add_argument("--params", required=True, help="JSON with the `data` and `normalize` sections")
     args = ap.parse_args(argv)
-    cfg = parse_params(args.params)["normalize"]
+    normalize = Settings.from_params(parse_params(args.params)).normalize
     ratings = read_table(args.ratings)
     if ratings.empty:
         raise DataValidationError("no ratings", where=args.ratings)
     z, summary = zscore_ratings(
-        ratings, zero_variance=cfg["zero_variance"], min_ratings_per_rater=cfg["min_ratings_per_rater"]
+        ratings, zero_variance=normalize.zero_variance, min_ratings_per_rater=normalize.min_ratings_per_rater
     )
     if z.empty:
         raise DataValidationError("every rating was dropped during normalization (see zero-variance policy)", where=args.ratings)

@@ -28,8 +28,8 @@ from typing import Sequence
 import pandas as pd
 
 from ..errors import PipelineInputError
-from ..config import sections_with_defaults
 from ..params import parse_params
+from ..settings import DemoJudgeSettings, Settings, as_config
 from ..input_tables import read_table
 from ..training.length_parts import in_length_parts
 from ..training.run import finished_model, run_training
@@ -73,21 +73,26 @@ def training_examples(pairs: pd.DataFrame, scenarios: dict[str, str], spec: Judg
     return {"prompt": prompts, "completion": completions}
 
 
-def judge_training_args(cfg: dict, output_dir: str | Path, *, seed: int, bf16: bool, use_cpu: bool,
+def judge_training_args(judge: DemoJudgeSettings, output_dir: str | Path, *, seed: int, bf16: bool, use_cpu: bool,
                         tracking: Tracking) -> dict:
     """Keyword arguments of the demo judge's ``trl.SFTConfig`` (checkpointing and reporting as every trainer here)."""
     return dict(
-        **checkpointing_args(output_dir, seed=seed, save_steps=int(cfg["save_steps"]), save_total_limit=2, bf16=bf16,
+        **checkpointing_args(output_dir, seed=seed, save_steps=int(judge.save_steps), save_total_limit=2, bf16=bf16,
                              use_cpu=use_cpu, activation_checkpointing=False, tracking=tracking),
-        **sft_args(cfg),
+        **sft_args(judge),
         logging_steps=10,
         disable_tqdm=False,
     )
 
 
 def train_demo_judge(base_dir: str, targets: pd.DataFrame, vignettes: pd.DataFrame, spec: JudgeSpec, *,
-                     cfg: dict, dimension: str, seed: int, out_dir: Path, callbacks=(), tracking: Tracking = OFF) -> dict:
+                     judge: DemoJudgeSettings, judge_train_fraction: float, dimension: str, seed: int, out_dir: Path,
+                     callbacks=(), tracking: Tracking = OFF) -> dict:
     """Fine-tune the judge base on the judge-train pairs; save model + tokenizer + training summary.
+
+    ``judge``: the ``evaluation.demo_judge`` settings; ``judge_train_fraction``:
+    ``evaluation.calibration.judge_train_fraction`` (the share of the validation
+    split's reappraisals whose pairs may teach it).
 
     Checkpoints and resumes through the shared training plumbing
     (:mod:`reappraisal.training`) like every trainer here: a killed run
@@ -101,25 +106,26 @@ def train_demo_judge(base_dir: str, targets: pd.DataFrame, vignettes: pd.DataFra
     from trl import SFTConfig, SFTTrainer
 
     set_seed(seed)
-    pairs = human_pairs(targets, dimension=dimension, judge_train_fraction=float(cfg["judge_train_fraction"]), seed=seed)
+    pairs = human_pairs(targets, dimension=dimension, judge_train_fraction=float(judge_train_fraction), seed=seed)
     scenarios = dict(zip(vignettes["vignette_id"].astype(str), vignettes["text"].astype(str)))
     tokenizer = AutoTokenizer.from_pretrained(base_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    both_orders = bool(cfg["both_orders"])
-    examples = training_examples(pairs, scenarios, spec, tokenizer, float(cfg["min_margin"]), both_orders=both_orders)
+    both_orders = bool(judge.both_orders)
+    examples = training_examples(pairs, scenarios, spec, tokenizer, float(judge.min_margin), both_orders=both_orders)
     if not examples["prompt"]:
         raise PipelineInputError("no clearly separated judge-train pairs to learn from; lower "
                                  "evaluation.demo_judge.min_margin or raise judge_train_fraction",
                                  where="config evaluation.demo_judge")
     gpu = torch.cuda.is_available()
     bf16 = use_bf16("auto", where="evaluation.demo_judge")
-    set_cpu_threads(cfg.get("cpu_threads"), use_cpu=not gpu)
-    run_spec = {"base": base_dir, "cfg": cfg, "seed": seed, "data": fingerprint(examples)}
+    set_cpu_threads(judge.cpu_threads, use_cpu=not gpu)
+    run_spec = {"base": base_dir, "cfg": {**as_config(judge), "judge_train_fraction": judge_train_fraction}, "seed": seed,
+                "data": fingerprint(examples)}
     with open_work_dir(work_dir_beside(out_dir), run_spec) as work:  # locked until the output is in place
         remove_stale_temporaries(out_dir)
         model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=getattr(torch, model_dtype(bf16)))
-        args = SFTConfig(**judge_training_args(cfg, work.path, seed=seed, bf16=bf16, use_cpu=not gpu, tracking=tracking))
+        args = SFTConfig(**judge_training_args(judge, work.path, seed=seed, bf16=bf16, use_cpu=not gpu, tracking=tracking))
         trainer = in_length_parts(SFTTrainer)(model=model, args=args, train_dataset=Dataset.from_dict(examples),
                                               processing_class=tokenizer, callbacks=list(callbacks))
         result = run_training(trainer, work, where="train_demo_judge", tracking=tracking)
@@ -147,13 +153,15 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--live-dir", default=None, help=LIVE_DIR_HELP)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    params = sections_with_defaults(parse_params(args.params), "evaluation")
-    ev = params["evaluation"]
-    cfg = {**ev["demo_judge"], "judge_train_fraction": ev["calibration"]["judge_train_fraction"]}
-    spec = load_judge(args.judge, ev["judges_dir"])
+    settings = Settings.from_params(parse_params(args.params))
+    ev = settings.evaluation
+    if settings.data is None:
+        raise PipelineInputError("--params must carry the 'data' section (its primary_dimension)")
+    spec = load_judge(args.judge, ev.judges_dir)
     summary = train_demo_judge(args.base_dir, read_table(args.targets), read_table(args.vignettes), spec,
-                               cfg=cfg, dimension=params["data"]["primary_dimension"], seed=int(params["seed"]),
-                               out_dir=Path(args.out), tracking=Tracking.from_params(params, args.live_dir))
+                               judge=ev.demo_judge, judge_train_fraction=ev.calibration.judge_train_fraction,
+                               dimension=settings.data.primary_dimension, seed=int(settings.seed),
+                               out_dir=Path(args.out), tracking=Tracking.from_settings(settings.training, args.live_dir))
     print(f"train_demo_judge: {summary['examples']} examples ({summary['pairs']} pairs), {summary['steps']} steps, "
           f"train loss {summary['train_loss']:.4f} -> {args.out}")
     return 0

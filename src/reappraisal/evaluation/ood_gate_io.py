@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Sequence
 
 from ..data.gate_command import gate_arguments, publish_gate_report
+from ..settings import Settings
 from .ood_gate import ood_disjointness
 
 
 def cli_main(argv: Sequence[str] | None = None) -> int:
     params, targets, vignettes, out = gate_arguments("reappraisal check-ood", __doc__, argv)
-    cfg = params["evaluation"]["ood"]
-    report = ood_disjointness(vignettes, targets, n=int(cfg["ngram"]), allow_short=bool(cfg["allow_short"]))
+    ood = Settings.from_params(params).evaluation.ood
+    report = ood_disjointness(vignettes, targets, n=int(ood.ngram), allow_short=bool(ood.allow_short))
 
     def failure(failed: Path) -> str:
         hits = report["overlaps"]

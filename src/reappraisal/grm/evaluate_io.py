@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from reappraisal.atomic import write_json, write_parquet
-from reappraisal.config import with_defaults
+from reappraisal.settings import GrmSettings, Settings
 from reappraisal.errors import PipelineInputError
 from reappraisal.input_tables import read_table
 from reappraisal.json_values import json_ready
@@ -155,16 +155,15 @@ def evaluate_grm(
     pairs: pd.DataFrame,
     vignettes: pd.DataFrame,
     *,
-    cfg: Mapping[str, Any],
+    grm: GrmSettings,
     seed: int,
     preset: str | None = None,
     logprob_model: str | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """Ask each model (name -> dir) about the held-out pairs; return (metrics, raw verdicts)."""
-    cfg = with_defaults("grm", cfg)
-    delta = float(cfg["delta"])
+    delta = float(grm.delta)
     heldout = select_pairs(pairs, split="val", delta=delta)
-    cap = cfg.get("eval_max_pairs")
+    cap = grm.eval_max_pairs
     n_available = len(heldout)
     if cap is not None and len(heldout) > cap:
         heldout = heldout.sample(n=int(cap), random_state=seed).sort_index().reset_index(drop=True)
@@ -178,14 +177,14 @@ def evaluate_grm(
         "delta": delta,
         "heldout": {"split": "val", "n_pairs_available": int(n_available), "n_pairs": int(len(heldout)),
                     "n_scenarios": int(heldout["vignette_id"].nunique())},
-        "decoding": {"greedy": True, "max_new_tokens": int(cfg["max_new_tokens"]),
-                     "batch_size": int(cfg["batch_size"])},
+        "decoding": {"greedy": True, "max_new_tokens": int(grm.max_new_tokens),
+                     "batch_size": int(grm.batch_size)},
         "models": {},
     }
     raw = []
     for name, path, mode in runs:
-        engine = cfg["engine"] if mode == "generate" else "hf"
-        judge = PairwiseModel.from_dir(path, max_new_tokens=int(cfg["max_new_tokens"]), batch_size=int(cfg["batch_size"]),
+        engine = grm.engine if mode == "generate" else "hf"
+        judge = PairwiseModel.from_dir(path, max_new_tokens=int(grm.max_new_tokens), batch_size=int(grm.batch_size),
                                mode=mode, engine=engine)
         judged = judged_items(judge, items, scenarios)
         result["models"][name] = {"path": str(path), "mode": mode,
@@ -217,16 +216,17 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     params = parse_params(ns.params)
     if not params.get("grm"):
         raise PipelineInputError("--params must carry the 'grm' section")
-    cfg = with_defaults("grm", params["grm"])
-    set_cpu_threads(cfg["cpu_threads"])
+    settings = Settings.from_params(params)
+    grm = settings.grm
+    set_cpu_threads(grm.cpu_threads)
     models = {}
     if ns.sft_model:
         models["sft"] = ns.sft_model
     models["final"] = ns.model
     metrics, raw = evaluate_grm(
-        models, read_table(ns.pairs), read_table(ns.vignettes), cfg=cfg,
-        seed=int(params["seed"]), preset=params.get("preset"),
-        logprob_model="final" if cfg["eval_logprob"] else None,
+        models, read_table(ns.pairs), read_table(ns.vignettes), grm=grm,
+        seed=int(settings.seed), preset=settings.preset,
+        logprob_model="final" if grm.eval_logprob else None,
     )
     write_json(json_ready(metrics), ns.out)
     if ns.judgments_out:

@@ -34,8 +34,8 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from reappraisal.atomic import atomic_dir
-from reappraisal.config import check_kl_beta, with_defaults
-from reappraisal.settings import GrmSettings
+from reappraisal.config import check_kl_beta
+from reappraisal.settings import DataSettings, GrmSettings, Settings, as_config
 from reappraisal.errors import DataValidationError, PipelineInputError
 from reappraisal.input_tables import read_table
 from reappraisal.params import parse_params
@@ -81,8 +81,8 @@ def sft_rows(
     pairs: pd.DataFrame,
     targets: pd.DataFrame,
     *,
-    cfg: Mapping[str, Any],
-    data_cfg: Mapping[str, Any],
+    grm: GrmSettings,
+    data: DataSettings,
     seed: int,
     traces: pd.DataFrame | None = None,
     traces_where: str = "config key 'grm.traces_file'",
@@ -92,16 +92,16 @@ def sft_rows(
     if traces is not None:
         rows, dropped = teacher_traces(both_orders(train), traces, where=traces_where)
         return rows, {"source": "traces_file", "n_rows": len(rows), "n_dropped_wrong_verdict": dropped}
-    separated = select_pairs(pairs, split="train", delta=float(cfg["delta"]))
-    cap = cfg["sft"]["max_pairs"]
+    separated = select_pairs(pairs, split="train", delta=float(grm.delta))
+    cap = grm.sft.max_pairs
     if cap is not None and len(separated) > cap:
         separated = separated.sample(n=int(cap), random_state=seed).sort_index()
     rows = templated_traces(
         both_orders(separated),
         targets,
-        dimensions=data_cfg["dimensions"],
-        primary=data_cfg["primary_dimension"],
-        tie=float(cfg["rationale_tie"]),
+        dimensions=list(data.dimensions),
+        primary=data.primary_dimension,
+        tie=float(grm.rationale_tie),
     )
     return rows, {"source": "templated", "n_rows": len(rows), "n_pairs": len(separated)}
 
@@ -118,7 +118,7 @@ def _trainer_args(work: WorkDir, *, seed: int, save_steps: int, tracking: Tracki
                               tracking=tracking)
 
 
-def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *, cfg: Mapping, seed: int,
+def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *, grm: GrmSettings, seed: int,
             out_dir: Path, work: WorkDir, callbacks: Sequence = (), tracking: Tracking = OFF) -> RunResult:
     """Stage 1: SFT on prompt/completion text, checkpointed in ``work``; model + tokenizer to ``out_dir``."""
     import torch
@@ -127,8 +127,8 @@ def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *
     from trl import SFTConfig, SFTTrainer
 
     set_seed(seed)
-    sft = cfg["sft"]
-    common = _trainer_args(work, seed=seed, save_steps=sft["save_steps"], tracking=tracking)
+    sft = grm.sft
+    common = _trainer_args(work, seed=seed, save_steps=sft.save_steps, tracking=tracking)
     tokenizer = AutoTokenizer.from_pretrained(base_model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -143,7 +143,7 @@ def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *
         **common,
         **sft_args(sft),
         warmup_steps=0,
-        logging_steps=int(sft["logging_steps"]),
+        logging_steps=int(sft.logging_steps),
         disable_tqdm=True,
     )
     trainer = in_length_parts(SFTTrainer)(model=model, args=args, train_dataset=data, processing_class=tokenizer,
@@ -153,7 +153,7 @@ def run_sft(base_model: str, rows: pd.DataFrame, scenarios: Mapping[str, str], *
     return result
 
 
-def run_grpo(sft_dir: Path, items: pd.DataFrame, scenarios: Mapping[str, str], *, cfg: Mapping, seed: int,
+def run_grpo(sft_dir: Path, items: pd.DataFrame, scenarios: Mapping[str, str], *, grm: GrmSettings, seed: int,
              out_dir: Path, work: WorkDir, callbacks: Sequence = (), tracking: Tracking = OFF) -> RunResult:
     """Stage 2: GRPO from the SFT model with the ±1 verdict reward, checkpointed in ``work``; saves to ``out_dir``."""
     from datasets import Dataset
@@ -161,8 +161,8 @@ def run_grpo(sft_dir: Path, items: pd.DataFrame, scenarios: Mapping[str, str], *
     from trl import GRPOConfig, GRPOTrainer
 
     set_seed(seed)
-    g = cfg["grpo"]
-    common = _trainer_args(work, seed=seed, save_steps=g["save_steps"], tracking=tracking)
+    g = grm.grpo
+    common = _trainer_args(work, seed=seed, save_steps=g.save_steps, tracking=tracking)
     tokenizer = AutoTokenizer.from_pretrained(str(sft_dir))
     tokenizer.padding_side = "left"
     items = items.sample(frac=1.0, random_state=seed).reset_index(drop=True)
@@ -171,22 +171,22 @@ def run_grpo(sft_dir: Path, items: pd.DataFrame, scenarios: Mapping[str, str], *
                    for v, a, b in zip(items["vignette_id"], items["first"], items["second"])],
         "correct": list(items["correct"]),
     })
-    n_gen = int(g["num_generations"])
+    n_gen = int(g.num_generations)
     args = GRPOConfig(
         **common,
-        max_steps=int(g["max_steps"]),
-        per_device_train_batch_size=int(g["prompts_per_step"]) * n_gen,
+        max_steps=int(g.max_steps),
+        per_device_train_batch_size=int(g.prompts_per_step) * n_gen,
         num_generations=n_gen,
-        max_completion_length=int(g["max_completion_length"]),
-        learning_rate=float(g["learning_rate"]),
-        beta=check_kl_beta(g["beta"], where="config key 'grm.grpo.beta'"),
-        temperature=float(g["temperature"]),
+        max_completion_length=int(g.max_completion_length),
+        learning_rate=float(g.learning_rate),
+        beta=check_kl_beta(g.beta, where="config key 'grm.grpo.beta'"),
+        temperature=float(g.temperature),
         logging_steps=1,
         model_init_kwargs={"dtype": model_dtype(common["bf16"])},
         remove_unused_columns=False,
         disable_tqdm=True,
         # TRL samples the replies with vLLM when grm.vllm is on (the paper preset), as the policy arms do
-        **vllm_settings(GrmSettings.from_config(cfg).vllm, max_completion_length=int(g["max_completion_length"])),
+        **vllm_settings(grm.vllm, max_completion_length=int(g.max_completion_length)),
     )
     trainer = GRPOTrainer(
         model=str(sft_dir), reward_funcs=[trl_verdict_reward], args=args, train_dataset=data,
@@ -203,8 +203,8 @@ def train_grm(
     targets: pd.DataFrame,
     vignettes: pd.DataFrame,
     *,
-    cfg: Mapping[str, Any],
-    data_cfg: Mapping[str, Any],
+    grm: GrmSettings,
+    data: DataSettings,
     seed: int,
     out_dir: str | Path,
     sft_out_dir: str | Path,
@@ -225,30 +225,29 @@ def train_grm(
     through its own ``*_tracking`` (:mod:`reappraisal.training.tracking`).
     """
     start = time.monotonic()
-    cfg = with_defaults("grm", cfg)
     out_dir, sft_out_dir = Path(out_dir), Path(sft_out_dir)
     check_pairs(pairs, "pairs")
     train = pairs[pairs["split"] == "train"]
     if train.empty:
         raise PipelineInputError("no train-split pairs", where="pairs")
     check_train_only(train, targets)
-    separated = select_pairs(pairs, split="train", delta=float(cfg["delta"]))
+    separated = select_pairs(pairs, split="train", delta=float(grm.delta))
     scenarios = scenario_texts(vignettes, train["vignette_id"].unique())
-    rows, sft_info = sft_rows(pairs, targets, cfg=cfg, data_cfg=data_cfg, seed=seed, traces=traces)
+    rows, sft_info = sft_rows(pairs, targets, grm=grm, data=data, seed=seed, traces=traces)
     rl_items = both_orders(separated)
 
     summary: dict[str, Any] = {
         "base_model": str(base_model),
-        "delta": float(cfg["delta"]),
+        "delta": float(grm.delta),
         "n_train_pairs": int(len(train)),
         "n_separated_train_pairs": int(len(separated)),
-        "sft": {**sft_info, "config": dict(cfg["sft"])},
-        "grpo": {"n_prompts_available": int(len(rl_items)), "config": dict(cfg["grpo"]),
+        "sft": {**sft_info, "config": as_config(grm.sft)},
+        "grpo": {"n_prompts_available": int(len(rl_items)), "config": as_config(grm.grpo),
                  "reward": "+1 final verdict == human preference, -1 wrong or unparseable"},
         "seed": int(seed),
     }
     spec = {
-        "base_model": str(base_model), "cfg": cfg, "data_cfg": dict(data_cfg), "seed": int(seed),
+        "base_model": str(base_model), "cfg": as_config(grm), "data_cfg": as_config(data), "seed": int(seed),
         "data": fingerprint(rows.to_dict("records"), rl_items.to_dict("records"), dict(scenarios)),
     }
     # the work folder's lock is held for both stages and both exports (a second run waits for the first)
@@ -257,7 +256,7 @@ def train_grm(
         sft_model = work.path / "sft_model"
         t0 = time.monotonic()
         with atomic_dir(sft_model) as tmp:
-            sft = run_sft(str(base_model), rows, scenarios, cfg=cfg, seed=seed, out_dir=tmp,
+            sft = run_sft(str(base_model), rows, scenarios, grm=grm, seed=seed, out_dir=tmp,
                           work=work.subdir("sft"), callbacks=callbacks, tracking=sft_tracking)
         summary["sft"].update(log=sft.log_history, train_loss=sft.train_loss, global_step=sft.global_step,
                               **sft.record(), seconds=round(time.monotonic() - t0, 2))
@@ -265,8 +264,8 @@ def train_grm(
         t0 = time.monotonic()
         with finished_outputs(work, out_dir, sft_out_dir) as (final_tmp, sft_tmp):
             shutil.copytree(sft_model, sft_tmp, dirs_exist_ok=True)
-            if int(cfg["grpo"]["max_steps"]) > 0:
-                grpo = run_grpo(sft_model, rl_items, scenarios, cfg=cfg, seed=seed, out_dir=final_tmp,
+            if int(grm.grpo.max_steps) > 0:
+                grpo = run_grpo(sft_model, rl_items, scenarios, grm=grm, seed=seed, out_dir=final_tmp,
                                 work=work.subdir("grpo"), callbacks=callbacks, tracking=grpo_tracking)
                 summary["grpo"].update(log=grpo.log_history, global_step=grpo.global_step, **grpo.record())
                 segments += [{"stage": "grpo", **s} for s in grpo.segments]
@@ -298,23 +297,25 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     # the shared plumbing's lines (resuming from <checkpoint> (step N), waiting for a work folder's holder)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     params = parse_params(ns.params)
-    cfg, data_cfg = params.get("grm"), params.get("data")
-    if not cfg or not data_cfg:
+    if not params.get("grm") or not params.get("data"):
         raise PipelineInputError("--params must carry the 'grm' and 'data' sections")
-    set_cpu_threads(cfg.get("cpu_threads"))
+    settings = Settings.from_params(params)
+    grm = settings.grm
+    set_cpu_threads(grm.cpu_threads)
     traces = None
-    if cfg.get("traces_file"):
-        traces = read_table(cfg["traces_file"], where=f"config key 'grm.traces_file' ({cfg['traces_file']})")
+    if grm.traces_file:
+        traces = read_table(grm.traces_file, where=f"config key 'grm.traces_file' ({grm.traces_file})")
     summary = train_grm(
         ns.base_model,
         read_table(ns.pairs),
         read_table(ns.targets),
         read_table(ns.vignettes),
-        cfg=cfg, data_cfg=data_cfg, seed=int(params["seed"]),
+        grm=grm, data=settings.data, seed=int(settings.seed),
         out_dir=ns.out, sft_out_dir=ns.sft_out, traces=traces,
-        sft_tracking=Tracking.from_params(params, ns.sft_live_dir), grpo_tracking=Tracking.from_params(params, ns.live_dir),
+        sft_tracking=Tracking.from_settings(settings.training, ns.sft_live_dir),
+        grpo_tracking=Tracking.from_settings(settings.training, ns.live_dir),
     )
     print(f"train-grm: SFT on {summary['sft']['n_rows']} {summary['sft']['source']} traces "
-          f"({summary['sft']['seconds']} s), GRPO {cfg['grpo']['max_steps']} steps ({summary['grpo']['seconds']} s); "
+          f"({summary['sft']['seconds']} s), GRPO {grm.grpo.max_steps} steps ({summary['grpo']['seconds']} s); "
           f"wrote {ns.sft_out} and {ns.out}")
     return 0

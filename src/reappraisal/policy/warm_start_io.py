@@ -182,7 +182,7 @@ def cli_main(argv: Sequence[str]) -> int:
     params = parse_params(args.params)
     settings = Settings.from_params(params)
     policy = settings.policy
-    tracking = Tracking.from_params(params, args.live_dir)
+    tracking = Tracking.from_settings(settings.training, args.live_dir)
     set_cpu_threads(policy.cpu_threads, use_cpu=policy.use_cpu)
     ws = policy.warm_start
     seed = int(settings.seed)

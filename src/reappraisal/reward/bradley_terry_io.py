@@ -31,13 +31,13 @@ import logging
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
 from reappraisal.atomic import write_json
-from reappraisal.config import with_defaults
+from reappraisal.settings import RewardSettings, as_config
 from reappraisal.errors import ConfigError, DataValidationError, PipelineInputError
 from reappraisal.training.length_parts import classifier_in_length_parts
 from reappraisal.training.run import finished_model, run_training
@@ -58,7 +58,8 @@ SHARED_KEYS = ("max_length", "per_device_eval_batch_size", "bf16", "gradient_che
 
 @dataclass(frozen=True)
 class BradleyTerryConfig:
-    """``reward.bradley_terry`` plus the shared ``reward`` keys (:data:`SHARED_KEYS`); defaults: the schema."""
+    """``reward.bradley_terry`` plus the shared ``reward`` keys (:data:`SHARED_KEYS`); no defaults here (the
+    schema has them)."""
 
     min_gap: float
     max_pairs: int | None
@@ -81,10 +82,9 @@ class BradleyTerryConfig:
     cpu_threads: int | None
 
     @classmethod
-    def from_section(cls, reward_section: Mapping[str, Any] | None) -> "BradleyTerryConfig":
-        """The settings of a ``reward`` section (its ``bradley_terry`` part and the shared keys), validated."""
-        full = with_defaults("reward", reward_section)
-        merged = {**{k: full[k] for k in SHARED_KEYS}, **full["bradley_terry"]}
+    def from_settings(cls, reward: RewardSettings) -> "BradleyTerryConfig":
+        """The settings of the ``reward`` settings' ``bradley_terry`` part and the shared keys."""
+        merged = {**{k: getattr(reward, k) for k in SHARED_KEYS}, **as_config(reward.bradley_terry)}
         return cls(**{f.name: merged[f.name] for f in fields(cls)})
 
 
@@ -296,8 +296,8 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     """``reappraisal train-bradley-terry``: the Bradley–Terry reward model, from the processed tables to a model folder."""
     inputs = trainer_inputs("reappraisal train-bradley-terry", cli_main.__doc__, argv)
     a, targets, vignettes, pairs = inputs.args, inputs.targets, inputs.vignettes, inputs.pairs
-    cfg = BradleyTerryConfig.from_section(inputs.params.get("reward"))
-    seed = int(inputs.params["seed"])
+    cfg = BradleyTerryConfig.from_settings(inputs.settings.reward)
+    seed = int(inputs.settings.seed)
     train_pairs = preference_pairs(pairs, targets, vignettes, primary_dimension=inputs.primary, min_gap=cfg.min_gap,
                                    max_pairs=cfg.max_pairs, seed=seed, where=a.pairs)
     val = examples_for_split(targets, vignettes, "val", inputs.dimensions, where=a.targets)

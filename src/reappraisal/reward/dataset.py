@@ -16,12 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from reappraisal.errors import ConfigError, DataValidationError, PipelineInputError
+from reappraisal.settings import DataSettings
 
 
 @dataclass
@@ -109,10 +110,8 @@ def pairs_for_split(pairs: pd.DataFrame, split: str) -> pd.DataFrame:
     return pairs[pairs["split"] == split].reset_index(drop=True)
 
 
-def rated_dimensions(params: Mapping[str, Any]) -> tuple[list[str], str]:
-    """(``data.dimensions``, ``data.primary_dimension``) of a reward command's ``--params``; both required."""
-    data = params.get("data") or {}
-    dims, primary = data.get("dimensions"), data.get("primary_dimension")
-    if not dims or not primary:
+def rated_dimensions(data: DataSettings | None) -> tuple[list[str], str]:
+    """(``data.dimensions``, ``data.primary_dimension``) of a reward command's ``data`` settings (required)."""
+    if data is None:
         raise ConfigError("data.dimensions and data.primary_dimension are required", where="--params")
-    return list(dims), str(primary)
+    return list(data.dimensions), str(data.primary_dimension)

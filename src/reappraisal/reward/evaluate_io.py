@@ -34,7 +34,6 @@ from typing import Sequence
 import numpy as np
 
 from reappraisal.atomic import write_json
-from reappraisal.config import with_defaults
 from reappraisal.errors import PipelineInputError
 from reappraisal.training.settings import set_cpu_threads
 
@@ -204,10 +203,10 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--models", nargs="+", required=True, help="one directory per seed")
     add_table_arguments(p)
     p.add_argument("--bradley-terry", default=None, help="the Bradley-Terry model's folder (evaluated beside the ensemble)")
-    a, params, dims, primary = parse_command(p, argv)
-    rm = with_defaults("reward", params.get("reward"))  # the schema's defaults, validated
-    ens, ev = rm["ensemble"], rm["evaluation"]
-    set_cpu_threads(rm["cpu_threads"])
+    a, settings, dims, primary = parse_command(p, argv)
+    rm = settings.reward
+    ens, ev = rm.ensemble, rm.evaluation
+    set_cpu_threads(rm.cpu_threads)
     targets, vignettes, pairs = read_rated_tables(a.targets, a.vignettes, a.pairs)
     out = evaluate_reward_models(
         a.models,
@@ -216,17 +215,17 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         pairs=pairs,
         dimensions=dims,
         primary_dimension=primary,
-        penalty=ens["penalty"],
-        lam=float(ens["lam"]),
-        batch_size=int(ens["batch_size"]),
-        max_length=int(rm["max_length"]),
-        n_best_of=int(ev["best_of_n"]),
-        draws=int(ev["best_of_n_draws"]),
-        seed=int(params["seed"]),
-        confidence=float(ev["confidence"]),
+        penalty=ens.penalty,
+        lam=float(ens.lam),
+        batch_size=int(ens.batch_size),
+        max_length=int(rm.max_length),
+        n_best_of=int(ev.best_of_n),
+        draws=int(ev.best_of_n_draws),
+        seed=int(settings.seed),
+        confidence=float(ev.confidence),
         bradley_terry_dir=a.bradley_terry,
     )
-    out["preset"] = params.get("preset")
+    out["preset"] = settings.preset
     write_json(out, a.out)
     acc = out["ensemble"]["pairwise"].get("accuracy")
     print(f"ensemble held-out pairwise accuracy {acc}; per seed "

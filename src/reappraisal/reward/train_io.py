@@ -26,12 +26,12 @@ import logging
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from reappraisal.atomic import write_json
-from reappraisal.config import with_defaults
+from reappraisal.settings import RewardSettings
 from reappraisal.errors import ConfigError
 from reappraisal.training.batches import pad_right
 from reappraisal.training.length_parts import batch_part, right_padded_parts
@@ -52,8 +52,8 @@ log = logging.getLogger("reappraisal.reward.train_io")
 class RewardTrainConfig:
     """Training settings: the ``reward`` config section; no defaults here (the schema has them).
 
-    Build it with :meth:`from_section`, which fills what a section leaves
-    out from ``workflow/schemas/config.schema.yaml``.
+    Build it with :meth:`from_settings` from the ``reward`` settings (whose
+    defaults are ``workflow/schemas/config.schema.yaml``'s).
     """
 
     max_length: int
@@ -76,10 +76,9 @@ class RewardTrainConfig:
     cpu_threads: int | None
 
     @classmethod
-    def from_section(cls, section: Mapping[str, Any] | None) -> "RewardTrainConfig":
-        """The settings of a ``reward`` section, the schema's defaults filled in (validated)."""
-        full = with_defaults("reward", section)
-        return cls(**{f.name: full[f.name] for f in fields(cls)})
+    def from_settings(cls, reward: RewardSettings) -> "RewardTrainConfig":
+        """The training settings of the ``reward`` settings."""
+        return cls(**{f.name: getattr(reward, f.name) for f in fields(cls)})
 
 
 def masked_mse(logits, labels):
@@ -288,16 +287,15 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     """``reappraisal train-reward-model``: one seed, from the processed tables to a model directory."""
     inputs = trainer_inputs("reappraisal train-reward-model", cli_main.__doc__, argv,
                             more=lambda p: p.add_argument("--seed", type=int, required=True))
-    a, params, dims = inputs.args, inputs.params, inputs.dimensions
-    section = params.get("reward") or {}
-    seeds = section.get("seeds")
-    if seeds is not None and a.seed not in seeds:
+    a, settings, dims = inputs.args, inputs.settings, inputs.dimensions
+    seeds = list(settings.reward.seeds)
+    if a.seed not in seeds:
         raise ConfigError(f"seed {a.seed} is not among reward.seeds {seeds}", where="--seed")
     train = examples_for_split(inputs.targets, inputs.vignettes, "train", dims, where=a.targets)
     val = examples_for_split(inputs.targets, inputs.vignettes, "val", dims, where=a.targets)
     summary = train_reward_model(
         base=a.base_model, train=train, val=val, val_pairs=pairs_for_split(inputs.pairs, "val"), seed=a.seed,
-        global_seed=int(params["seed"]), out_dir=a.out, cfg=RewardTrainConfig.from_section(section),
+        global_seed=int(settings.seed), out_dir=a.out, cfg=RewardTrainConfig.from_settings(settings.reward),
         primary_dimension=inputs.primary, tracking=inputs.tracking,
     )
     acc = (summary["validation"].get("pairwise") or {}).get("accuracy")

@@ -13,12 +13,13 @@ from __future__ import annotations
 import argparse
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import pandas as pd
 
 from ..input_tables import read_table
 from ..params import parse_params
+from ..settings import Settings
 from ..table_contracts import RATED_PAIR_COLUMNS, TARGET_COLUMNS, VIGNETTE_COLUMNS
 from ..training.tracking import LIVE_DIR_HELP, Tracking
 from .dataset import rated_dimensions
@@ -37,17 +38,17 @@ def read_rated_tables(targets: str, vignettes: str, pairs: str) -> tuple[pd.Data
 
 
 def parse_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None
-                  ) -> tuple[argparse.Namespace, dict[str, Any], list[str], str]:
+                  ) -> tuple[argparse.Namespace, Settings, list[str], str]:
     """Add ``--out`` and ``--params`` (after the command's own options), parse ``argv``, log at INFO and
-    read the settings: ``(args, params, rated dimensions, primary dimension)``."""
+    build the settings (the commands' door): ``(args, settings, rated dimensions, primary dimension)``."""
     parser.add_argument("--out", required=True)
     parser.add_argument("--params", default=None)
     a = parser.parse_args(argv)
     # the shared plumbing's lines (resuming from <checkpoint> (step N), waiting for a work folder's holder)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    params = parse_params(a.params)
-    dims, primary = rated_dimensions(params)
-    return a, params, dims, primary
+    settings = Settings.from_params(parse_params(a.params))
+    dims, primary = rated_dimensions(settings.data)
+    return a, settings, dims, primary
 
 
 @dataclass
@@ -55,7 +56,7 @@ class TrainerInputs:
     """A reward trainer's parsed command line, its settings and its tables."""
 
     args: argparse.Namespace
-    params: dict[str, Any]
+    settings: Settings
     dimensions: list[str]
     primary: str
     targets: pd.DataFrame
@@ -76,8 +77,8 @@ def trainer_inputs(prog: str, description: str, argv: Sequence[str] | None, *,
     p.add_argument("--live-dir", default=None, help=LIVE_DIR_HELP)
     add_table_arguments(p)
     more(p)
-    a, params, dims, primary = parse_command(p, argv)
-    tracking = Tracking.from_params(params, a.live_dir)
+    a, settings, dims, primary = parse_command(p, argv)
+    tracking = Tracking.from_settings(settings.training, a.live_dir)
     if a.base_manifest:
         check_manifest_base(a.base_manifest, "reward", a.base_model)
-    return TrainerInputs(a, params, dims, primary, *read_rated_tables(a.targets, a.vignettes, a.pairs), tracking)
+    return TrainerInputs(a, settings, dims, primary, *read_rated_tables(a.targets, a.vignettes, a.pairs), tracking)

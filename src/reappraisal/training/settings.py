@@ -4,7 +4,7 @@ shares, the optimizer schedule of the trainers configured by a ``warmup_ratio`` 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import ConfigError
 from .tracking import Tracking
@@ -85,15 +85,15 @@ def schedule_args(cfg: Any) -> dict[str, Any]:
             "warmup_steps": float(cfg.warmup_ratio)}  # a float in [0, 1) is a ratio of the total steps
 
 
-def sft_args(section: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``trl.SFTConfig`` arguments of a supervised fine-tuning's config section (epochs, learning rate,
-    batch size, max length) and the linear schedule on shuffled data of every SFT here (the GRM's first stage,
-    the demo judge)."""
+def sft_args(sft: Any) -> dict[str, Any]:
+    """The ``trl.SFTConfig`` arguments of a supervised fine-tuning's settings (attributes ``num_train_epochs``,
+    ``learning_rate``, ``per_device_train_batch_size``, ``max_length``: ``grm.sft``, ``evaluation.demo_judge``)
+    and the linear schedule on shuffled data of every SFT here (the GRM's first stage, the demo judge)."""
     return dict(
-        num_train_epochs=float(section["num_train_epochs"]),
-        learning_rate=float(section["learning_rate"]),
-        per_device_train_batch_size=int(section["per_device_train_batch_size"]),
-        max_length=int(section["max_length"]),
+        num_train_epochs=float(sft.num_train_epochs),
+        learning_rate=float(sft.learning_rate),
+        per_device_train_batch_size=int(sft.per_device_train_batch_size),
+        max_length=int(sft.max_length),
         lr_scheduler_type="linear",
         shuffle_dataset=True,
     )

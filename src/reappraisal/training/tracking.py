@@ -31,6 +31,7 @@ from typing import Any, Mapping
 from ..compat.dvclive import live_outside_dvc
 from ..compat.transformers import dvclive_callback as job_dvclive_callback
 from ..errors import ConfigError
+from ..settings import TrainingSettings
 
 #: The reporters ``training.report_to`` accepts (the schema's enum).
 REPORTERS = ("dvclive", "tensorboard", "wandb", "trackio", "none")
@@ -62,13 +63,11 @@ class Tracking:
             raise ValueError(f"report_to {self.report_to!r} writes into the job's folder: give a live_dir")
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any], live_dir: str | Path | None) -> "Tracking":
-        """The reporter of a job's ``--params`` (its ``training`` section, the schema's defaults filled) writing
-        to ``live_dir`` (its ``--live-dir``), refused in one line when the reporter's package is missing. A
-        command run by hand without ``--live-dir`` has no folder: dvclive and tensorboard then report nowhere."""
-        from ..config import with_defaults
-
-        report_to = with_defaults("training", params.get("training"))["report_to"]
+    def from_settings(cls, training: TrainingSettings, live_dir: str | Path | None) -> "Tracking":
+        """The reporter of a job's ``training`` settings writing to ``live_dir`` (its ``--live-dir``), refused
+        in one line when the reporter's package is missing. A command run by hand without ``--live-dir`` has
+        no folder: dvclive and tensorboard then report nowhere."""
+        report_to = training.report_to
         if live_dir is None and report_to in WRITE_TO_FOLDER:
             return OFF
         tracking = cls(report_to, Path(live_dir) if live_dir is not None else None)
