@@ -49,7 +49,6 @@ NOT_CONFIG_FALLBACKS = {
     ("grm/training_summary.py", "grpo"): "reads the GRM's training summary JSON, not config",
     ("workflow_dvc.py", "files"): "reads workflow/dvc_stages.yaml, not config",
     ("data/sources.py", "delimiter"): "the delimiter follows the file's format (a tab for tsv), which the schema cannot express",
-    ("evaluation/judging_io.py", "opponents"): "null means the headline opponent: the value of another setting",
     ("training/run.py", "max_steps"): "reads a checkpoint's trainer state, not config",
 }
 

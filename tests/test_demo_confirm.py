@@ -92,12 +92,14 @@ def test_the_confirmation_pool_is_generated_only_after_the_preregistration(demo_
 def _confirm(repo: Path, out: Path) -> subprocess.CompletedProcess:
     from reappraisal.config import load_config
     from reappraisal.evaluation import systems
+    from reappraisal.settings import Settings
 
     config = load_config(repo / "config.yaml")
+    settings = Settings.from_params(config)
     checkpoints = {}
-    for name in systems.evaluated_arms(config):
-        bon = systems.best_of_n_systems(config).get(name)
-        entry = {"policy": systems.system_model(config, name)}
+    for name in systems.evaluated_arms(settings):
+        bon = systems.best_of_n_systems(settings).get(name)
+        entry = {"policy": systems.system_model(settings, name)}
         if bon is not None:
             entry["rm"] = [f"results/reward/seed{s}" for s in config["reward"]["seeds"]]
         checkpoints[name] = entry

@@ -146,7 +146,7 @@ def test_paper_preset_dry_run_is_the_dag_a_cluster_user_gets(clean_copy):
     from reappraisal.config import load_config
     from reappraisal.evaluation.systems import best_of_n_systems, evaluated_instances
     from reappraisal.policy.arms import parse_arms
-    from reappraisal.settings import PolicySettings
+    from reappraisal.settings import PolicySettings, Settings
 
     cfg = (clean_copy / "config.yaml").read_text().replace("preset: demo", "preset: paper", 1)
     (clean_copy / "config.yaml").write_text(cfg)
@@ -159,8 +159,8 @@ def test_paper_preset_dry_run_is_the_dag_a_cluster_user_gets(clean_copy):
     expected = {
         "train_reward_model": len(paper["reward"]["seeds"]),  # the ensemble: one job per seed
         "train_policy": trained,  # one GRPO job per arm and seed
-        "generate_answers": len(evaluated_instances(paper)) + models,  # one per generated system, every run
-        "generate_best_of_n": len(best_of_n_systems(paper)),  # one per declared system and seed of its arm
+        "generate_answers": len(evaluated_instances(Settings.from_params(paper))) + models,  # one per generated system, every run
+        "generate_best_of_n": len(best_of_n_systems(Settings.from_params(paper))),  # one per declared system and seed of its arm
         "judge": len(ev["runs"]),  # one per run, both orders, every judge
         "warm_start_policy": int(paper["policy"]["warm_start"]["enabled"]),
         "train_grm": 1, "confirm": 1, "report": 1,  # one GRM, one confirmation, one report

@@ -174,9 +174,10 @@ def check_kl_beta(beta: float, *, where: str) -> float:
 def with_defaults(section: str, values: Mapping[str, Any] | None, schema_path: Path = SCHEMA_PATH) -> dict[str, Any]:
     """A top-level config section as a stage received it, validated and with the schema's defaults filled.
 
-    The schema is the one source of defaults: stages read their sections
-    through this (or get them from a validated config), never with
-    fallbacks of their own. A copy is returned; ``values`` is not changed.
+    The schema is the one source of defaults: :mod:`reappraisal.settings`
+    builds each section's typed settings through this, once, at a command's
+    door; stages read those, never a section with fallbacks of their own. A
+    copy is returned; ``values`` is not changed.
     """
     import jsonschema
 
@@ -194,11 +195,6 @@ def with_defaults(section: str, values: Mapping[str, Any] | None, schema_path: P
         key = config_key([section, *err.absolute_path])
         raise ConfigError(_short_message(err), where=f"config key '{key}'")
     return out
-
-
-def sections_with_defaults(params: Mapping[str, Any], *sections: str) -> dict[str, Any]:
-    """The ``--params`` a stage received with each named section passed through :func:`with_defaults`."""
-    return {**params, **{name: with_defaults(name, params.get(name)) for name in sections}}
 
 
 def _load_schema(schema_path: Path = SCHEMA_PATH) -> dict[str, Any]:

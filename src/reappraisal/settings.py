@@ -1,25 +1,26 @@
-"""Typed settings: each config section a command reads, as a frozen dataclass built once at its entrance.
+"""Typed settings: each config section a command reads, as a frozen dataclass built once at its door.
 
-A command (the ``cli_main`` of a ``*_io.py`` module) turns each section of its
-``--params`` into the section's class with :meth:`Section.from_config`, which
-validates it against ``workflow/schemas/config.schema.yaml`` and fills the
-schema's defaults (:func:`reappraisal.config.with_defaults`, called here and
-nowhere below a command), and passes the objects down. Everything below reads
+A command's ``cli_main`` turns its ``--params`` into :class:`Settings` with
+:meth:`Settings.from_params`: every section is validated against
+``workflow/schemas/config.schema.yaml`` and the schema's defaults are filled
+(:func:`reappraisal.config.with_defaults`, called here and nowhere below a
+command). The command passes the sections down; everything below reads
 attributes (``policy.format_gate.penalty``), never a raw mapping, so a
-function sees the same value whoever called it.
+function sees the same value whoever called it (TRL's ``GRPOConfig`` is the
+model: one typed object with a help text per field, built once).
 
 The schema is the one source: a class here declares only its fields' names
 and types (what a reader and a type checker see); :func:`section` reads each
 field's default and help text (``metadata["help"]``) from the schema object
 the class names, and refuses a field the schema does not declare
 (``tests/test_settings.py`` checks the converse: every key of the object is a
-field). Lists become tuples and nested objects nested classes, so a settings
-object is immutable; mappings of names the user chooses (``policy.arms``,
-``evaluation.opponents``) become dicts of settings classes, and free-form
-mappings (``evaluation.generation.vllm``) and the data section's declared
-column mappings (``data.ingest``) stay the validated mappings they are.
-:func:`as_config` turns an object back into the mapping the schema validated
-(what a fingerprint or a written record holds).
+field). Lists become tuples and nested objects nested classes; mappings of
+names the user chooses (``policy.arms``, ``evaluation.opponents``) become
+dicts of settings classes, and free-form mappings (``evaluation.generation.vllm``,
+``calibration.world_config``) and the data section's declared column mappings
+(``data.ingest``) stay the validated mappings they are (dicts: read them,
+never change them). :func:`as_config` turns an object back into the mapping
+the schema validated (what a fingerprint or a written record holds).
 
 A field with no schema default is ``None`` when the config leaves it out
 (``policy.arms.<name>.w_rm``: unset), unless the schema requires it.

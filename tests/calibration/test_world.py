@@ -13,6 +13,7 @@ from reappraisal.calibration.world import PROJECT_LINKS, world_seed
 from reappraisal.calibration.world_io import build_command, prepare_world
 from reappraisal.config import load_config
 from reappraisal.errors import ConfigError
+from reappraisal.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,9 +30,9 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 def test_world_0_is_the_shipped_demo_and_world_1_a_fresh_draw_of_the_same_generator(tmp_path, params):
     shipped = _files(REPO / "data" / "demo")
-    assert prepare_world(0, tmp_path / "0", params, REPO) == params["seed"]
+    assert prepare_world(0, tmp_path / "0", Settings.from_params(params), REPO) == params["seed"]
     assert _files(tmp_path / "0" / "data" / "demo") == shipped  # byte for byte
-    assert prepare_world(1, tmp_path / "1", params, REPO) == world_seed(params["seed"], 1)
+    assert prepare_world(1, tmp_path / "1", Settings.from_params(params), REPO) == world_seed(params["seed"], 1)
     other = _files(tmp_path / "1" / "data" / "demo")
     assert other.keys() == shipped.keys()
     assert other["vignettes.csv"] == shipped["vignettes.csv"]  # the same scenarios, references and opponents
@@ -44,7 +45,7 @@ def test_world_0_is_the_shipped_demo_and_world_1_a_fresh_draw_of_the_same_genera
         assert (tmp_path / "1" / name).resolve() == (REPO / name).resolve()
     # preparing again (a resumed calibration) rewrites nothing that is already right
     before = {p: p.stat().st_mtime_ns for p in (tmp_path / "1" / "data").rglob("*") if p.is_file()}
-    prepare_world(1, tmp_path / "1", params, REPO)
+    prepare_world(1, tmp_path / "1", Settings.from_params(params), REPO)
     assert before == {p: p.stat().st_mtime_ns for p in (tmp_path / "1" / "data").rglob("*") if p.is_file()}
     command = build_command(tmp_path / "1", cores=2, profile=None)
     assert command[command.index("--") + 1:] == ["--configfile", "config.yaml", "world.yaml"]
@@ -53,15 +54,15 @@ def test_world_0_is_the_shipped_demo_and_world_1_a_fresh_draw_of_the_same_genera
 def test_a_world_needs_the_demo_s_bundled_data(tmp_path, params):
     paper = dict(params, preset="paper", data=dict(params["data"], source="osf"))
     with pytest.raises(ConfigError, match="calibration"):
-        prepare_world(1, tmp_path / "1", paper, REPO)
+        prepare_world(1, tmp_path / "1", Settings.from_params(paper), REPO)
     assert not (tmp_path / "1").exists()
 
 
 def test_the_world_settings_merge_over_the_preset_in_a_snakemake_dry_run(tmp_path, params):
     """Snakemake reads world.yaml over config.yaml in the world's folder: its seed reaches the jobs' settings."""
     folder = tmp_path / "3"
-    prepare_world(3, folder, dict(params, calibration=dict(params["calibration"], world_config={"policy": {
-        "max_steps": 7}})), REPO)
+    prepare_world(3, folder, Settings.from_params(dict(params, calibration=dict(params["calibration"], world_config={
+        "policy": {"max_steps": 7}}))), REPO)
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", "config.yaml",
                            "world.yaml", "-p", "results/summary/claims.json"],
                           cwd=folder, capture_output=True, text=True)

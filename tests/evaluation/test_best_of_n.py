@@ -8,7 +8,7 @@ import pytest
 from reappraisal.errors import ConfigError
 from reappraisal.evaluation.best_of_n import choose, parse_best_of_n, pooled_groups
 from reappraisal.policy.arms import arm_instances
-from reappraisal.settings import PolicySettings
+from reappraisal.settings import PolicySettings, Settings
 
 POLICY = PolicySettings.from_config({"arms": {"committee": {"w_rm": 0.5, "w_grm": 0.5},
                                               "v1": {"reward": "bradley_terry", "seeds": [0, 1]}}, "seeds": [0]})
@@ -82,7 +82,8 @@ def test_generate_best_of_n_keeps_the_scorer_argmax_of_n_real_samples(tiny_polic
                                      "top_p": 1.0, "batch_size": 8, "cpu_threads": 1})
     system = BestOfN(name="warm-bon3-ensemble", instance="warm", arm="warm", scorer="ensemble", n=3,
                      declared="bon:warm:ensemble:3")
-    table, candidates, compute = generate_best_of_n(system, 1, tiny_policy, make_vignettes(), params, Scorers())
+    table, candidates, compute = generate_best_of_n(system, 1, tiny_policy, make_vignettes(), Settings.from_params(params),
+                                                    Scorers())
     assert len(candidates) == 3 * len(table) == compute["candidates"]
     for _, group in candidates.groupby(["vignette_id", "sample"]):
         ok = group[group["passed"]]

@@ -7,6 +7,7 @@ import pytest
 
 from reappraisal.evaluation.calibration_io import calibrate
 from reappraisal.evaluation.judging import UnparseableVerdicts
+from reappraisal.settings import Settings
 
 from .helpers import demo_params, openai_judge
 from .openai_fake import FakeOpenAI, Reply
@@ -29,7 +30,7 @@ def test_a_used_judge_with_unparseable_replies_stops_calibration_a_measured_cand
         params = demo_params(judges=["used"], headline_judge="used", judges_dir=str(tmp_path / "judges"))
         params["evaluation"]["calibration"].update(candidates=["measured", "used"], judge_train_fraction=0.0)
         with pytest.raises(UnparseableVerdicts) as info:
-            calibrate(*_inputs(), params, cache_dir=tmp_path / "cache")
+            calibrate(*_inputs(), Settings.from_params(params), cache_dir=tmp_path / "cache")
         assert srv.count == 2 * calls  # the measured candidate was judged in full before the used judge stopped
     message = str(info.value)
     assert "\n" not in message and "used.yaml" in message

@@ -12,6 +12,7 @@ from reappraisal.evaluation.human_pairs import human_pairs
 from reappraisal.evaluation.ood_gate import ood_disjointness
 from reappraisal.evaluation.opponents import answer_pools, parse_opponents
 from reappraisal.evaluation.seeds import derived_seed
+from reappraisal.settings import EvaluationSettings
 
 
 def _answers(arm, scenarios=("v1", "v2"), n=5, pool="train"):
@@ -47,15 +48,18 @@ def test_head_to_head_pairs_sample_k_with_sample_k_and_pools_filter():
 
 def test_opponent_config_errors_name_the_key():
     with pytest.raises(ConfigError, match="evaluation.opponents.x.*needs `author_type`"):
-        parse_opponents({"opponents": {"x": {"source": "answers", "pools": ["train"]}}}, ["a"])
+        parse_opponents(EvaluationSettings.from_config({"opponents": {"x": {"source": "answers", "pools": ["train"]}}}), ["a"])
     with pytest.raises(ConfigError, match=r"head_to_head\[0\].*'zzz' is not an evaluated arm"):
-        parse_opponents({"head_to_head": [{"arm": "a", "opponent_arm": "zzz", "pools": ["train"]}]}, ["a", "b"])
-    opps = parse_opponents({"head_to_head": [{"arm": "a", "opponent_arm": "b", "pools": ["train"]}]}, ["a", "b"])
+        parse_opponents(EvaluationSettings.from_config({"head_to_head": [{"arm": "a", "opponent_arm": "zzz", "pools": ["train"]}]}),
+                        ["a", "b"])
+    opps = parse_opponents(EvaluationSettings.from_config({"head_to_head": [{"arm": "a", "opponent_arm": "b",
+                                                                             "pools": ["train"]}]}), ["a", "b"])
     assert opps["arm:b"].plays("a") and not opps["arm:b"].plays("b")
 
 
 def test_an_opponent_without_an_answer_for_a_scenario_is_refused():
-    opp = parse_opponents({"opponents": {"r1": {"source": "answers", "author_type": "r1", "pools": ["train"]}}},
+    opp = parse_opponents(EvaluationSettings.from_config({"opponents": {"r1": {"source": "answers", "author_type": "r1",
+                                                                          "pools": ["train"]}}}),
                           ["a"])["r1"]
     vignettes = pd.DataFrame({"vignette_id": ["v1", "v2"], "pool": ["train", "train"], "text": ["x", "y"]})
     targets = pd.DataFrame({"reappraisal_id": ["r-1"], "vignette_id": ["v1"], "author_type": ["r1"], "text": ["t"]})

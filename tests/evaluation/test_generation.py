@@ -8,6 +8,7 @@ import pytest
 from reappraisal.evaluation.answers import generate_answers
 from reappraisal.evaluation.generation import Decoding, generate_hf, load_generator, render_prompts
 from reappraisal.policy.prompts import build_messages
+from reappraisal.settings import Settings
 from tests.policy.fakes import build_tiny_policy, make_vignettes
 
 from .helpers import demo_params
@@ -19,9 +20,9 @@ def tiny_policy(tmp_path_factory):
 
 
 def _params(**gen):
-    return demo_params(answers_per_scenario={"train": 3, "ood": 1},
+    return Settings.from_params(demo_params(answers_per_scenario={"train": 3, "ood": 1},
                        generation={"backend": "transformers", "max_new_tokens": 12, "temperature": 1.0, "top_p": 1.0,
-                                   "batch_size": 4, "cpu_threads": 1, **gen})
+                                   "batch_size": 4, "cpu_threads": 1, **gen}))
 
 
 def test_three_runs_are_fresh_samples_and_a_rerun_is_identical(tiny_policy):

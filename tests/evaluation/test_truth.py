@@ -18,8 +18,10 @@ from reappraisal.evaluation.truth import (
 )
 from reappraisal.evaluation.truth_draws import check_truth_allowed
 from reappraisal.evaluation.truth_io import panel_model
+from reappraisal.config import load_config
+from reappraisal.settings import EvaluationSettings, Settings
 
-DEMO_PANEL = panel_model({"evaluation": {"headline_judge": "demo-panel"}})
+DEMO_PANEL = panel_model(EvaluationSettings.from_config({"headline_judge": "demo-panel"}))
 
 
 def test_contest_score_is_the_panels_simulated_verdict_rate():
@@ -113,14 +115,14 @@ def test_best_of_k_by_gold_is_the_maximum_of_k_draws():
 
 def test_the_truth_stage_is_refused_on_data_that_are_not_the_demos():
     with pytest.raises(ConfigError) as err:
-        check_truth_allowed({"preset": "paper", "data": {"source": "osf"}})
+        check_truth_allowed(Settings.from_params({"preset": "paper", "data": dict(load_config()["data"], source="osf")}))
     assert "evaluation.truth" in str(err.value) and "\n" not in str(err.value)
-    check_truth_allowed({"preset": "demo", "data": {"source": "bundled"}})
+    check_truth_allowed(Settings.from_params({"preset": "demo", "data": load_config()["data"]}))
 
 
 def test_the_truth_needs_a_panel_headline_judge(tmp_path):
     with pytest.raises(ConfigError, match="panel"):
-        panel_model({"evaluation": {"headline_judge": "llama-3.1-70b-instruct"}})
+        panel_model(EvaluationSettings.from_config({"headline_judge": "llama-3.1-70b-instruct"}))
 
 
 def test_each_system_draws_its_truth_on_the_pools_it_is_evaluated_on():
@@ -130,7 +132,7 @@ def test_each_system_draws_its_truth_on_the_pools_it_is_evaluated_on():
     from reappraisal.evaluation.systems import evaluated_instances, opponents
     from reappraisal.evaluation.truth_draws import truth_pools
 
-    cfg = load_config()
+    cfg = Settings.from_params(load_config())
     for arm in evaluated_instances(cfg):
         assert truth_pools(cfg, arm) == ("train", "ood", "confirm")
     model_opponents = [o for o in opponents(cfg).values() if o.kind == "model"]

@@ -17,6 +17,7 @@ from reappraisal.config import load_config
 from reappraisal.evaluation.seeds import derived_seed
 from reappraisal.policy.answer import extract_answer
 from reappraisal.policy.prompts import build_messages
+from reappraisal.settings import Settings
 from tests.fake_vllm import FakeLLM
 from tests.policy.fakes import make_vignettes
 
@@ -66,9 +67,9 @@ def test_best_of_n_candidates_come_from_vllm_each_with_its_own_seed(paper, fake_
             return LengthScorer()
 
     assert paper["evaluation"]["generation"]["backend"] == "vllm"
-    system = best_of_n_systems(paper)["committee-seed0-bon16-ensemble"]
-    table, candidates, compute = generate_best_of_n(system, 2, "policy/committee-seed0", make_vignettes(), paper,
-                                                    Scorers())
+    system = best_of_n_systems(Settings.from_params(paper))["committee-seed0-bon16-ensemble"]
+    table, candidates, compute = generate_best_of_n(system, 2, "policy/committee-seed0", make_vignettes(),
+                                                    Settings.from_params(paper), Scorers())
     n = system.n
     assert n == 16 and compute["candidates"] == len(candidates) == n * len(table)
     per_pool = paper["evaluation"]["answers_per_scenario"]
@@ -89,8 +90,8 @@ def test_best_of_n_candidates_come_from_vllm_each_with_its_own_seed(paper, fake_
 def test_an_arms_answers_come_from_vllm_each_with_its_own_seed(paper, fake_vllm, no_transformers_decoder):
     from reappraisal.evaluation.answers import generate_answers
 
-    table = generate_answers("committee-seed0", 1, "policy/committee-seed0", make_vignettes(), paper,
-                             pools=["train"])
+    table = generate_answers("committee-seed0", 1, "policy/committee-seed0", make_vignettes(),
+                             Settings.from_params(paper), pools=["train"])
     per_scenario = paper["evaluation"]["answers_per_scenario"]["train"]
     assert table.groupby("vignette_id").size().eq(per_scenario).all()
     scenarios = make_vignettes().set_index("vignette_id")["text"]

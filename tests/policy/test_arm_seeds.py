@@ -7,7 +7,7 @@ import pytest
 from reappraisal.errors import ConfigError
 from reappraisal.evaluation.opponents import parse_opponents
 from reappraisal.policy.arms import arm_instance, arm_instances, instance_groups, parse_arms
-from reappraisal.settings import PolicySettings
+from reappraisal.settings import EvaluationSettings, PolicySettings
 
 
 def test_a_bradley_terry_arm_is_the_rm_only_committee_on_one_model():
@@ -47,7 +47,8 @@ def test_policy_seeds_apply_to_every_arm_without_its_own():
 
 
 def test_head_to_head_between_arms_with_seeds_meets_every_instance_of_the_other():
-    opps = parse_opponents({"head_to_head": [{"arm": "a", "opponent_arm": "b", "pools": ["train"]}]}, ["a-seed0", "a-seed1", "b-seed0"],
+    opps = parse_opponents(EvaluationSettings.from_config({"head_to_head": [{"arm": "a", "opponent_arm": "b", "pools": ["train"]}]}),
+                           ["a-seed0", "a-seed1", "b-seed0"],
                            {"a": ["a-seed0", "a-seed1"], "b": ["b-seed0"]})
     assert list(opps) == ["arm:b-seed0"]
     assert opps["arm:b-seed0"].arms == ("a-seed0", "a-seed1")

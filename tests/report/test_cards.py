@@ -12,6 +12,7 @@ import pytest
 from reappraisal.errors import PipelineInputError
 from reappraisal.report.cards_io import CardInputs, claims_about, policy_card
 from reappraisal.report.inputs import SummaryTable, parse_manifest
+from reappraisal.settings import Settings
 from tests.report.summary_fixture import manifest
 
 POLICY = {"arms": {"committee": {"w_rm": 0.5, "w_grm": 0.5}}, "lam": 0.5, "learning_rate": 8e-6, "beta": 0.04, "num_generations": 12,
@@ -22,8 +23,9 @@ POLICY = {"arms": {"committee": {"w_rm": 0.5, "w_grm": 0.5}}, "lam": 0.5, "learn
 @pytest.fixture
 def inputs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    return CardInputs(parse_manifest(manifest(Path("."))), {"preset": "paper", "policy": POLICY,
-                                                            "base_models": {"policy_base": "Qwen/Qwen3-4B-Thinking-2507"}})
+    return CardInputs(parse_manifest(manifest(Path("."))),
+                      Settings.from_params({"preset": "paper", "policy": POLICY,
+                                            "base_models": {"policy_base": "Qwen/Qwen3-4B-Thinking-2507"}}))
 
 
 def test_policy_card_tables_come_from_the_artifacts(inputs, tmp_path):
@@ -81,7 +83,8 @@ def test_the_reward_model_card_shows_the_bradley_terry_model_beside_the_ensemble
                                                     "ci_cluster_t": {"low": 0.01, "high": 0.16}},
                           "training": {"n_train_pairs": 421, "n_split_pairs": 900, "min_gap": 0.5, "global_steps": 53,
                                        "train_loss": 0.41, "train_seconds": 12.5, "config": {"learning_rate": 0.003}}}}))
-    inp = CardInputs(parse_manifest({"reward_models": "results/reward/metrics.json"}), {"preset": "demo"})
+    inp = CardInputs(parse_manifest({"reward_models": "results/reward/metrics.json"}),
+                     Settings.from_params({"preset": "demo"}))
     card = ensemble_card(inp, [seed])
     assert "| Bradley–Terry | 0.8125 | [0.762, 0.863] | [0.782, 0.843] | 300 | 6 |" in card
     assert "421 of the\n900 train-split human preference pairs" in card and "`results/reward/bradley_terry`" in card
@@ -107,13 +110,13 @@ def test_a_run_whose_gold_fell_beyond_noise_is_not_called_healthy(tmp_path, monk
     rng = np.random.default_rng(4)
     log = _committee_log(True, rng)
     log.to_csv(log_path, index=False)
-    card = policy_card(CardInputs(parse_manifest(m), {"preset": "demo", "policy": POLICY}), "committee")
+    card = policy_card(CardInputs(parse_manifest(m), Settings.from_params({"preset": "demo", "policy": POLICY})), "committee")
     assert json.loads((tmp_path / "results/policy/committee/health.json").read_text())["verdict"] == "healthy"
     assert "healthy" not in card
     assert "### Training health: **gold fell from its peak**" in card and "Gold fell:" in card
     assert "more than 2 standard errors" in card
     log.assign(gold=-0.35 + rng.normal(0, 0.05, 80)).to_csv(log_path, index=False)  # the same run, gold wobbling
-    card = policy_card(CardInputs(parse_manifest(m), {"preset": "demo", "policy": POLICY}), "committee")
+    card = policy_card(CardInputs(parse_manifest(m), Settings.from_params({"preset": "demo", "policy": POLICY})), "committee")
     assert "### Training health: **healthy**" in card and "is within 2 standard errors" in card
 
 
@@ -130,7 +133,7 @@ def test_on_the_demo_the_truths_along_training_decide_whether_gold_fell(tmp_path
            "gold_drop_se": 0.02}
 
     def card_with(fit_row):
-        inputs = CardInputs(parse_manifest(m), {"preset": "demo", "policy": POLICY})
+        inputs = CardInputs(parse_manifest(m), Settings.from_params({"preset": "demo", "policy": POLICY}))
         inputs.tables["trajectory_fit"] = SummaryTable("trajectory_fit", "Gold along training", "", None,
                                                        log_path, pd.DataFrame([fit_row]), {})
         return policy_card(inputs, "committee")
@@ -190,8 +193,8 @@ def test_every_card_parses_with_huggingface_hub_and_carries_its_evaluation_resul
     Path("results/grm/metrics.json").write_text(json.dumps(_grm_metrics()))
     m |= {"reward_models": "results/reward/metrics.json", "grm": "results/grm/metrics.json"}
     for preset in ("demo", "paper"):
-        inp = CardInputs(parse_manifest(m), {"preset": preset, "policy": POLICY,
-                                             "base_models": {"policy_base": "Qwen/Qwen3-4B-Thinking-2507"}})
+        inp = CardInputs(parse_manifest(m), Settings.from_params({
+            "preset": preset, "policy": POLICY, "base_models": {"policy_base": "Qwen/Qwen3-4B-Thinking-2507"}}))
         cards = {"ensemble": ensemble_card(inp, [seed]), "grm": grm_card(inp, Path("results/grm/model")),
                  **{arm: policy_card(inp, arm) for arm in ARMS}}
         head = pd.read_csv("results/summary/tables/headline.csv")

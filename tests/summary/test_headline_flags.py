@@ -14,7 +14,8 @@ import statsmodels.formula.api as smf
 from reappraisal.cli import main as cli
 from reappraisal.summary import evaluation_tables as et
 from reappraisal.summary.claims import evaluate_claims
-from reappraisal.summary.summary_io import settings_from_params
+from reappraisal.settings import Settings
+from reappraisal.summary.summary_io import summary_settings
 from tests.report.test_report import Page
 
 from . import fixtures as fx
@@ -48,7 +49,7 @@ def _anova_p(contests: pd.DataFrame) -> float:
 def _headline(contests: pd.DataFrame, confidence: float = 0.95):
     params = fx.params()
     params["summary"] = {**params["summary"], "confidence": confidence, "n_boot": 2000}
-    s, _ = settings_from_params(params)
+    s, _ = summary_settings(Settings.from_params(params))
     return et.headline_table(contests, s, {}), s
 
 

@@ -392,11 +392,12 @@ def test_a_calibration_file_without_a_key_its_readers_use_is_refused(small_works
 def test_settings_take_every_default_from_the_schema():
     from reappraisal.config import with_defaults
     from reappraisal.summary.evaluation_tables import Settings
-    from reappraisal.summary.summary_io import settings_from_params
+    from reappraisal.settings import Settings as ConfigSettings
+    from reappraisal.summary.summary_io import summary_settings
 
     assert all(f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
                for f in dataclasses.fields(Settings))
-    s, runs = settings_from_params({"seed": 3})
+    s, runs = summary_settings(ConfigSettings.from_params({"seed": 3}))
     summary, evaluation = with_defaults("summary", {}), with_defaults("evaluation", {})
     assert (s.bar, s.confidence, s.n_boot, s.headline_arm) == tuple(
         summary[k] for k in ("bar", "confidence", "n_boot", "headline_arm"))

@@ -18,6 +18,7 @@ os.environ.update(
 
 from reappraisal.config import resolve_preset, validate_config  # noqa: E402
 from reappraisal.errors import ConfigError  # noqa: E402
+from reappraisal.settings import Settings as _Settings  # noqa: E402
 
 try:
     _resolved = validate_config(resolve_preset(config))
@@ -25,6 +26,8 @@ except ConfigError as exc:
     raise WorkflowError(f"config.yaml: {exc}") from None
 config.clear()
 config.update(_resolved)
+# The config typed once, for the package's functions the workflow calls (the stages type their own --params).
+SETTINGS = _Settings.from_params(config)
 
 
 # Stages run as `python -m reappraisal ...`. Without conda that is the
@@ -129,10 +132,9 @@ wildcard_constraints:
 
 # -------------------------------------------------------------------- policy
 from reappraisal.policy.arms import arm_instances as _arm_instances  # noqa: E402
-from reappraisal.settings import PolicySettings as _PolicySettings  # noqa: E402
 
 # Snakemake's {arm} is an instance: an arm trained with one of its seeds (reappraisal.policy.arms).
-POLICY_INSTANCES = _arm_instances(_PolicySettings.from_config(config["policy"]))
+POLICY_INSTANCES = _arm_instances(SETTINGS.policy)
 POLICY_ARMS = sorted(POLICY_INSTANCES)
 
 
@@ -192,7 +194,7 @@ def check_demo_only_parts():
         if ev["truth"]["enabled"]:
             from reappraisal.evaluation.truth_draws import check_truth_allowed
 
-            check_truth_allowed(config)
+            check_truth_allowed(SETTINGS)
     except ConfigError as exc:
         raise WorkflowError(str(exc)) from None
 
@@ -200,9 +202,9 @@ def check_demo_only_parts():
 check_demo_only_parts()
 EVAL_RUNS = [str(r) for r in config["evaluation"]["runs"]]
 # best-of-N systems have a rule of their own (generate_best_of_n); every other system is generate_answers'
-BON_SPECS = _eval_systems.best_of_n_systems(config)
+BON_SPECS = _eval_systems.best_of_n_systems(SETTINGS)
 BON_SYSTEMS = list(BON_SPECS)
-EVAL_SYSTEMS = [s for s in _eval_systems.systems(config) if s not in BON_SPECS]
+EVAL_SYSTEMS = [s for s in _eval_systems.systems(SETTINGS) if s not in BON_SPECS]
 BASE_MODELS_DIR = "results/base_models/"
 CONFIRM_ENABLED = config["evaluation"]["confirmation_pool"]["enabled"]
 TRUTH_ENABLED = config["evaluation"]["truth"]["enabled"]
@@ -240,7 +242,7 @@ def get_judge_cache_dir(name):
 
 
 def get_system_model(system):
-    return _eval_systems.system_model(config, system)
+    return _eval_systems.system_model(SETTINGS, system)
 
 
 def get_system_model_input(wildcards):
@@ -269,7 +271,7 @@ def get_best_of_n_inputs(wildcards):
 def get_candidate_checkpoints():
     """Every candidate's folders (its policy; a best-of-N system's scorer models too), for the pre-registration."""
     out = {}
-    for name in _eval_systems.evaluated_arms(config):
+    for name in _eval_systems.evaluated_arms(SETTINGS):
         out[name] = {"policy": get_system_model(name), **(get_scorer_folders(name) if name in BON_SPECS else {})}
     return out
 

@@ -31,6 +31,7 @@ import yaml
 from ..atomic import atomic_path
 from ..errors import ConfigError
 from ..params import parse_params
+from ..settings import Settings
 from .world import PROJECT_LINKS, SETTINGS_FILE, WORLD_TARGETS, world_seed, world_settings
 
 
@@ -66,18 +67,19 @@ def link_project(folder: Path, root: Path) -> None:
         link.symlink_to(target)
 
 
-def prepare_world(world: int, folder: Path, params: dict, root: Path) -> int:
+def prepare_world(world: int, folder: Path, settings: Settings, root: Path) -> int:
     """Data, links and settings of one world in ``folder``; returns its seed."""
     from ..data.demo_gold import require_demo_data
 
-    require_demo_data("a calibration world", preset=str(params["preset"]), data_source=params["data"]["source"],
+    data = settings.data
+    require_demo_data("a calibration world", preset=str(settings.preset), data_source=data.source if data else None,
                       fix="has no world to draw: the calibration runs on the demo preset", where="config calibration")
-    seed = world_seed(int(params["seed"]), world)
+    seed = world_seed(int(settings.seed), world)
     folder.mkdir(parents=True, exist_ok=True)
-    write_world_data(folder / params["data"]["bundled_dir"], seed)
+    write_world_data(folder / data.bundled_dir, seed)
     link_project(folder, root)
-    settings = world_settings(seed, str(params["preset"]), params["calibration"]["world_config"])
-    text = yaml.safe_dump(settings, sort_keys=True)
+    overrides = world_settings(seed, str(settings.preset), dict(settings.calibration.world_config))
+    text = yaml.safe_dump(overrides, sort_keys=True)
     path = folder / SETTINGS_FILE
     if not path.is_file() or path.read_text() != text:
         with atomic_path(path) as tmp:
@@ -102,7 +104,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--cores", type=int, default=1, help="cores for the world's build")
     ap.add_argument("--root", type=Path, default=Path("."), help="the project (holds the Snakefile)")
     a = ap.parse_args(argv)
-    params = parse_params(a.params)
-    seed = prepare_world(a.world, a.out, params, a.root)
+    settings = Settings.from_params(parse_params(a.params))
+    seed = prepare_world(a.world, a.out, settings, a.root)
     print(f"world {a.world}: seed {seed}, building {', '.join(WORLD_TARGETS)} in {a.out}", flush=True)
-    return subprocess.run(build_command(a.out, cores=a.cores, profile=params["calibration"]["profile"])).returncode
+    return subprocess.run(build_command(a.out, cores=a.cores, profile=settings.calibration.profile)).returncode

@@ -29,7 +29,6 @@ from typing import Sequence
 import pandas as pd
 
 from ..atomic import cut_torn_tail, write_json, write_parquet
-from ..config import sections_with_defaults
 from ..errors import PipelineInputError
 from ..evaluation.backends import judge_fingerprint, make_backend
 from ..evaluation.cache import ReplyCache
@@ -43,6 +42,7 @@ from ..evaluation.systems import opponents
 from ..input_tables import read_table
 from ..json_values import json_ready
 from ..params import parse_params
+from ..settings import Settings
 from ..training.settings import set_cpu_threads
 from .attempts import attempt_record, describe, is_recorded, pool_id, spent_by
 from .confirmation import confirmation_result
@@ -80,25 +80,25 @@ def recorded_sha256(generations: pd.DataFrame, where: str) -> str:
     return values[0]
 
 
-def confirm(document: dict, generations: pd.DataFrame, targets: pd.DataFrame, vignettes: pd.DataFrame, params: dict,
+def confirm(document: dict, generations: pd.DataFrame, targets: pd.DataFrame, vignettes: pd.DataFrame, settings: Settings,
             *, cache_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """(judgments, contests, result) of the registered confirmation."""
-    ev = params["evaluation"]
+    ev = settings.evaluation
     system, opponent_name = str(document["selected_system"]), str(document["opponent"])
-    known = opponents(params)
+    known = opponents(settings)
     if opponent_name not in known or known[opponent_name].kind != "answers":
         raise PipelineInputError(f"the registered opponent {opponent_name!r} is not an `answers` opponent of this "
                                  "config (the confirmation pool has no generations of other opponents)",
                                  where="config confirm.opponent")
     opponent = replace(known[opponent_name], pools=(CONFIRMATION_POOL,))
-    vignettes = split_pools(vignettes, ev, int(params["seed"]))
+    vignettes = split_pools(vignettes, ev, int(settings.seed))
     theirs = answer_pools(opponent, targets, vignettes)
-    spec = load_judge(str(document["judge"]), ev["judges_dir"])
+    spec = load_judge(str(document["judge"]), ev.judges_dir)
     scenarios = dict(zip(vignettes["vignette_id"].astype(str), vignettes["text"].astype(str)))
     judgments, drawn = [], []
     for run, answers in generations.groupby("run", sort=True):
         contests = draw_contests(answers, theirs, arm=system, opponent=opponent_name, run=int(run),
-                                 seed=int(params["seed"]), pools=(CONFIRMATION_POOL,))
+                                 seed=int(settings.seed), pools=(CONFIRMATION_POOL,))
         with ReplyCache(Path(cache_dir) / f"{spec.name}.jsonl") as cache:
             table, _ = judge_contests(contests, scenarios, spec, run=int(run), cache=cache,
                                       fingerprint=judge_fingerprint(spec),
@@ -109,7 +109,7 @@ def confirm(document: dict, generations: pd.DataFrame, targets: pd.DataFrame, vi
         drawn.append(contests)
     judgments = pd.concat(judgments, ignore_index=True)
     table = contests_table(judgments, pd.concat(drawn, ignore_index=True))
-    result = confirmation_result(table, document, n_boot=int(params["summary"]["n_boot"]), seed=int(params["seed"]))
+    result = confirmation_result(table, document, n_boot=int(settings.summary.n_boot), seed=int(settings.seed))
     return judgments, table, result
 
 
@@ -121,8 +121,8 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--attempts", default=None,
                     help="the ledger of confirmation attempts (JSON lines; default: attempts.jsonl beside --out)")
     args = ap.parse_args(argv)
-    params = sections_with_defaults(parse_params(args.params), "evaluation", "policy", "summary")
-    set_cpu_threads(params["evaluation"]["cpu_threads"])
+    settings = Settings.from_params(parse_params(args.params))
+    set_cpu_threads(settings.evaluation.cpu_threads)
     document, sha = read_preregistration(args.preregistration)
     generations = read_table(args.generations)
     recorded = recorded_sha256(generations, args.generations)
@@ -144,7 +144,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
             "its pool was used cannot be tested on it again: declare a new pool "
             "(evaluation.confirmation_pool.scenarios) for a new registration", where=args.preregistration)
     judgments, contests, result = confirm(document, generations, read_table(args.targets), read_table(args.vignettes),
-                                          params, cache_dir=Path(args.cache_dir))
+                                          settings, cache_dir=Path(args.cache_dir))
     if not is_recorded(attempts, pool=pool, registration_sha256=sha):
         attempts.append(attempt_record(result, pool=pool, registration_sha256=sha,
                                        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")))

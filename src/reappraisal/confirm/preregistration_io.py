@@ -15,32 +15,32 @@ import argparse
 import datetime
 import json
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import pandas as pd
 import yaml
 
 from ..atomic import atomic_path
-from ..config import sections_with_defaults
 from ..errors import PipelineInputError
 from ..evaluation.confirmation_pool import check_pool_sizes
 from ..evaluation.systems import best_of_n_systems, evaluated_arms, evaluated_instances
 from ..input_tables import read_table
 from ..json_values import json_ready
 from ..params import parse_params
+from ..settings import Settings
 from .preregistration import build_preregistration, select
 from .registered_files import checkpoint_folders, checkpoint_hashes
 
 
-def system_record(params: Mapping, name: str) -> dict:
+def system_record(settings: Settings, name: str) -> dict:
     """What the selected system is: an arm instance (arm, seed, reward) or a best-of-N system (its instance,
     scorer and N)."""
-    bon = best_of_n_systems(params)
+    bon = best_of_n_systems(settings)
     if name in bon:
         b = bon[name]
         return {"kind": "best_of_n", "instance": b.instance, "arm": b.arm, "scorer": b.scorer, "n": b.n,
                 "declared": b.declared}
-    inst = evaluated_instances(params)[name]
+    inst = evaluated_instances(settings)[name]
     return {"kind": "arm", "arm": inst.arm.name, "policy_seed": inst.seed, "reward": inst.arm.reward}
 
 
@@ -63,22 +63,22 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="results/confirm/preregistration.yaml")
     ap.add_argument("--params", required=True)
     args = ap.parse_args(argv)
-    params = sections_with_defaults(parse_params(args.params), "evaluation", "policy", "confirm", "summary")
-    ev, confirm = params["evaluation"], params["confirm"]
+    settings = Settings.from_params(parse_params(args.params))
+    ev, confirm = settings.evaluation, settings.confirm
     checkpoints = json.loads(args.checkpoints)
-    runs = [int(r) for r in ev["runs"]]
+    runs = [int(r) for r in ev.runs]
     contests = read_contests(Path(args.evaluation_dir), runs)
-    judge = str(ev["headline_judge"])
-    selection = select(contests, evaluated_arms(params), opponent=str(confirm["opponent"]), judge=judge)
+    judge = str(ev.headline_judge)
+    selection = select(contests, evaluated_arms(settings), opponent=str(confirm.opponent), judge=judge)
     chosen = selection["selected"]
     if chosen not in checkpoints:
         raise PipelineInputError(f"no checkpoint folders given for the selected system {chosen!r}", where="--checkpoints")
-    scenarios = check_pool_sizes(read_table(args.vignettes), ev["confirmation_pool"], int(params["seed"]))
+    scenarios = check_pool_sizes(read_table(args.vignettes), ev.confirmation_pool, int(settings.seed))
     document = build_preregistration(
-        selection=selection, system=system_record(params, chosen), checkpoint_sha256=checkpoint_hashes(checkpoint_folders(checkpoints[chosen])),
-        opponent=str(confirm["opponent"]), judge=judge, bar=float(confirm["bar"]),
-        confidence=float(params["summary"]["confidence"]), confirmation_scenarios=scenarios, runs=runs,
-        answers_per_scenario=int(ev["answers_per_scenario"]["confirm"]),
+        selection=selection, system=system_record(settings, chosen), checkpoint_sha256=checkpoint_hashes(checkpoint_folders(checkpoints[chosen])),
+        opponent=str(confirm.opponent), judge=judge, bar=float(confirm.bar),
+        confidence=float(settings.summary.confidence), confirmation_scenarios=scenarios, runs=runs,
+        answers_per_scenario=int(ev.answers_per_scenario.confirm),
         date=datetime.datetime.now(datetime.timezone.utc).date().isoformat())
     with atomic_path(args.out, suffix=".yaml") as tmp:
         Path(tmp).write_text(yaml.safe_dump(json_ready(document), sort_keys=False, allow_unicode=True), encoding="utf-8")

@@ -7,7 +7,7 @@ prompt with the evaluation's decoding, and the generations table they make
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -15,6 +15,7 @@ from ..errors import PipelineInputError
 from ..policy.answer import extract_answer
 from ..policy.committee import FormatGate
 from ..policy.prompts import build_messages
+from ..settings import GenerationSettings, PolicySettings, Settings, as_config
 from ..table_contracts import GENERATION_COLUMNS
 from ..training.settings import set_cpu_threads
 from .confirmation_pool import split_pools
@@ -23,7 +24,7 @@ from .seeds import derived_seed
 from .systems import system_pools
 
 
-def requests_for(vignettes: pd.DataFrame, pools: Sequence[str], per_pool: dict) -> pd.DataFrame:
+def requests_for(vignettes: pd.DataFrame, pools: Sequence[str], per_pool: Mapping[str, int]) -> pd.DataFrame:
     """One row per answer to generate: vignette_id, pool, scenario, sample."""
     rows = []
     for v in vignettes[vignettes["pool"].isin(list(pools))].sort_values("vignette_id").itertuples(index=False):
@@ -49,38 +50,41 @@ def answers_table(requests: pd.DataFrame, completions, *, system: str, run: int,
     return pd.DataFrame(rows, columns=GENERATION_COLUMNS)
 
 
-def sample_completions(model_dir: str, scenarios, params: dict, *, seed: int, desc: str) -> list:
-    """The policy's completions of its own prompt for each scenario text, with the evaluation's decoding."""
-    gen = params["evaluation"]["generation"]
-    decoding = Decoding.from_mapping(gen)
+def sample_completions(model_dir: str, scenarios, gen: GenerationSettings, *, seed: int, desc: str) -> list:
+    """The policy's completions of its own prompt for each scenario text, with the evaluation's decoding
+    (``gen``: the ``evaluation.generation`` settings)."""
+    decoding = Decoding.from_settings(gen)
     conversations = [build_messages(s) for s in scenarios]
-    if gen["backend"] == "vllm":
-        return generate_vllm(model_dir, conversations, decoding, seed=seed, engine_kwargs=gen.get("vllm"))
+    if gen.backend == "vllm":
+        return generate_vllm(model_dir, conversations, decoding, seed=seed, engine_kwargs=dict(gen.vllm))
     from tqdm.auto import tqdm
 
     model, tokenizer = load_generator(model_dir)
-    set_cpu_threads(gen.get("cpu_threads"), use_cpu=model.device.type == "cpu")
+    set_cpu_threads(gen.cpu_threads, use_cpu=model.device.type == "cpu")
     prompts = render_prompts(tokenizer, conversations)
     with tqdm(total=len(prompts), desc=desc, unit="answer", mininterval=2.0) as bar:
-        return generate_hf(model, tokenizer, prompts, decoding, batch_size=int(gen["batch_size"]), seed=seed,
+        return generate_hf(model, tokenizer, prompts, decoding, batch_size=int(gen.batch_size), seed=seed,
                            progress=bar.update)
 
 
-def format_gate(params: dict) -> FormatGate:
-    return FormatGate(max_sentences=int(params["policy"]["format_gate"]["max_sentences"]))
+def format_gate(policy: PolicySettings) -> FormatGate:
+    """The training's format gate, flagging the answers it would refuse (empty, too long)."""
+    return FormatGate.from_settings(policy.format_gate)
 
 
-def generate_answers(system: str, run: int, model_dir: str, vignettes: pd.DataFrame, params: dict,
-                     pools: Sequence[str] | None = None) -> pd.DataFrame:
-    """One system's answers for one run on its pools (or ``pools``); ``vignettes`` as the data contract has them
-    (the confirmation scenarios are split off here, :mod:`.confirmation_pool`)."""
-    ev = params["evaluation"]
-    vignettes = split_pools(vignettes, ev, int(params["seed"]))
-    requests = requests_for(vignettes, pools or system_pools(params, system), ev["answers_per_scenario"])
-    seed = derived_seed(params["seed"], "generate", system, run)
-    completions = sample_completions(model_dir, requests["scenario"], params, seed=seed,
+def generate_answers(system: str, run: int, model_dir: str, vignettes: pd.DataFrame, settings: Settings,
+                     pools: Sequence[str] | None = None, per_pool: Mapping[str, int] | None = None) -> pd.DataFrame:
+    """One system's answers for one run on its pools (or ``pools``), ``per_pool`` answers per scenario of each
+    pool (default ``evaluation.answers_per_scenario``); ``vignettes`` as the data contract has them (the
+    confirmation scenarios are split off here, :mod:`.confirmation_pool`)."""
+    ev = settings.evaluation
+    vignettes = split_pools(vignettes, ev, int(settings.seed))
+    requests = requests_for(vignettes, pools or system_pools(settings, system),
+                            per_pool if per_pool is not None else as_config(ev.answers_per_scenario))
+    seed = derived_seed(settings.seed, "generate", system, run)
+    completions = sample_completions(model_dir, requests["scenario"], ev.generation, seed=seed,
                                      desc=f"generate {system} run {run}")
-    return answers_table(requests, completions, system=system, run=run, seed=seed, gate=format_gate(params))
+    return answers_table(requests, completions, system=system, run=run, seed=seed, gate=format_gate(settings.policy))
 
 
 def runs_and_outputs(runs: Sequence[str], outs: Sequence[str]) -> list[tuple[int, str]]:

@@ -8,7 +8,7 @@ every candidate and the compute it took.
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -16,6 +16,7 @@ import pandas as pd
 from ..errors import PipelineInputError
 from ..policy.answer import extract_answer
 from ..policy.committee import CommitteeWeights, committee_rewards
+from ..settings import Settings, as_config
 from ..table_contracts import BEST_OF_N_CANDIDATE_COLUMNS
 from .answers import answers_table, format_gate, requests_for, sample_completions
 from .best_of_n import BestOfN, choose
@@ -29,10 +30,10 @@ COMMITTEE_WEIGHTS = {"w_rm": 0.5, "w_grm": 0.5}
 class Scorers:
     """The reward models a best-of-N system may need, built from their folders on first use (and kept)."""
 
-    def __init__(self, params: Mapping[str, Any], *, rm_dirs: Sequence[str] = (), bradley_terry_dir: str | None = None,
+    def __init__(self, settings: Settings, *, rm_dirs: Sequence[str] = (), bradley_terry_dir: str | None = None,
                  grm_dir: str | None = None, targets: pd.DataFrame | None = None,
                  vignettes: pd.DataFrame | None = None):
-        self.params, self.rm_dirs, self.bt_dir, self.grm_dir = params, list(rm_dirs), bradley_terry_dir, grm_dir
+        self.settings, self.rm_dirs, self.bt_dir, self.grm_dir = settings, list(rm_dirs), bradley_terry_dir, grm_dir
         self.targets, self.vignettes = targets, vignettes
         self._built: dict = {}
 
@@ -43,10 +44,10 @@ class Scorers:
         if not dirs:
             raise PipelineInputError("the scorer needs the reward-model ensemble: give --rm-dirs", where="best-of-N")
         if tuple(dirs) not in self._built:
-            rm = self.params["reward"]
+            rm = self.settings.reward
             self._built[tuple(dirs)] = EnsembleScorer.from_dirs(
-                dirs, penalty=rm["ensemble"]["penalty"], lam=rm["ensemble"]["lam"],
-                batch_size=rm["ensemble"]["batch_size"], max_length=rm["max_length"])
+                dirs, penalty=rm.ensemble.penalty, lam=rm.ensemble.lam,
+                batch_size=rm.ensemble.batch_size, max_length=rm.max_length)
         return self._built[tuple(dirs)]
 
     def bradley_terry(self):
@@ -60,11 +61,12 @@ class Scorers:
         if not self.grm_dir or self.targets is None or self.vignettes is None:
             raise PipelineInputError("the scorer needs the GRM: give --grm-dir and --targets", where="best-of-N")
         if "grm" not in self._built:
-            g = self.params["grm"]
-            refs = median_references(self.targets, self.vignettes, self.params["data"]["primary_dimension"])
-            self._built["grm"] = GRMScorer.from_dir(self.grm_dir, references=refs, max_new_tokens=g["max_new_tokens"],
-                                                    batch_size=g["batch_size"], mode=g["scorer_mode"],
-                                                    engine=g["engine"])
+            g, data = self.settings.grm, self.settings.data
+            if data is None:
+                raise PipelineInputError("the GRM's references need data.primary_dimension", where="--params")
+            refs = median_references(self.targets, self.vignettes, data.primary_dimension)
+            self._built["grm"] = GRMScorer.from_dir(self.grm_dir, references=refs, max_new_tokens=g.max_new_tokens,
+                                                    batch_size=g.batch_size, mode=g.scorer_mode, engine=g.engine)
         return self._built["grm"]
 
 
@@ -94,24 +96,24 @@ def score_candidates(system: BestOfN, vignette_ids: Sequence[str], scenarios: Se
     return scores
 
 
-def generate_best_of_n(system: BestOfN, run: int, model_dir: str, vignettes: pd.DataFrame, params: dict,
+def generate_best_of_n(system: BestOfN, run: int, model_dir: str, vignettes: pd.DataFrame, settings: Settings,
                        scorers: Scorers, pools: Sequence[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """(generations, candidates, compute) of ``system`` for ``run`` (see module doc)."""
-    ev = params["evaluation"]
-    vignettes = split_pools(vignettes, ev, int(params["seed"]))
-    requests = requests_for(vignettes, pools or system.pools, ev["answers_per_scenario"])
-    seed = derived_seed(params["seed"], "generate", system.name, run)
+    ev = settings.evaluation
+    vignettes = split_pools(vignettes, ev, int(settings.seed))
+    requests = requests_for(vignettes, pools or system.pools, as_config(ev.answers_per_scenario))
+    seed = derived_seed(settings.seed, "generate", system.name, run)
     expanded = requests.loc[requests.index.repeat(system.n)].reset_index(drop=True)
     started = time.perf_counter()
-    completions = sample_completions(model_dir, expanded["scenario"], params, seed=seed,
+    completions = sample_completions(model_dir, expanded["scenario"], ev.generation, seed=seed,
                                      desc=f"generate {system.name} run {run} ({system.n} per answer)")
     generation_seconds = time.perf_counter() - started
-    gate = format_gate(params)
+    gate = format_gate(settings.policy)
     answers = [extract_answer(c.text) for c in completions]
     passed = [gate.check(a).passed for a in answers]
     started = time.perf_counter()
     scores = score_candidates(system, expanded["vignette_id"].tolist(), expanded["scenario"].tolist(), answers,
-                              passed, scorers, float(params["policy"]["lam"]))
+                              passed, scorers, float(settings.policy.lam))
     scoring_seconds = time.perf_counter() - started
     picks = choose(scores, passed, system.n)
     kept = np.zeros(len(expanded), dtype=bool)

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Sequence
 
 from ..atomic import write_parquet
-from ..config import sections_with_defaults
 from ..errors import PipelineInputError
 from ..input_tables import read_table
 from ..params import parse_params
+from ..settings import Settings
 from ..policy.arms import resolve_model_dir
 from .answers import runs_and_outputs
 from .systems import best_of_n_systems
@@ -42,8 +42,8 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--grm-dir", default=None)
     ap.add_argument("--targets", default=None, help="for the GRM's human references")
     args = ap.parse_args(argv)
-    params = sections_with_defaults(parse_params(args.params), "evaluation", "policy", "reward", "grm", "data")
-    systems = best_of_n_systems(params)
+    settings = Settings.from_params(parse_params(args.params))
+    systems = best_of_n_systems(settings)
     if args.system not in systems:
         raise PipelineInputError(f"{args.system!r} is not a best-of-N system of evaluation.best_of_n "
                                  f"({', '.join(systems) or 'none declared'})", where="--system")
@@ -52,11 +52,11 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         raise PipelineInputError(f"{len(jobs)} run(s) but {len(args.candidates)} candidates file(s)",
                                  where="--candidates")
     vignettes = read_table(args.vignettes)
-    scorers = Scorers(params, rm_dirs=args.rm_dirs, bradley_terry_dir=args.bradley_terry, grm_dir=args.grm_dir,
+    scorers = Scorers(settings, rm_dirs=args.rm_dirs, bradley_terry_dir=args.bradley_terry, grm_dir=args.grm_dir,
                       targets=read_table(args.targets) if args.targets else None, vignettes=vignettes)
     model_dir = resolve_model_dir(args.model) if Path(args.model).is_dir() else args.model
     for (run, out), candidates_out in zip(jobs, args.candidates):
-        table, candidates, compute = generate_best_of_n(systems[args.system], run, model_dir, vignettes, params,
+        table, candidates, compute = generate_best_of_n(systems[args.system], run, model_dir, vignettes, settings,
                                                         scorers)
         write_parquet(candidates, candidates_out)
         write_parquet(table, out)

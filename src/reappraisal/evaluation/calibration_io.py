@@ -24,8 +24,8 @@ import pandas as pd
 
 from ..atomic import write_json, write_parquet
 from ..errors import ConfigError, PipelineInputError
-from ..config import sections_with_defaults
 from ..params import parse_params
+from ..settings import Settings
 from ..input_tables import read_table
 from ..training.settings import set_cpu_threads
 from .backends import judge_fingerprint, make_backend
@@ -37,15 +37,17 @@ from .judging import check_parseable, judge_contests
 from .panel import check_panel_allowed
 
 
-def calibrate(targets: pd.DataFrame, vignettes: pd.DataFrame, params: dict, *, cache_dir: Path):
-    ev = params["evaluation"]
-    cal = ev["calibration"]
-    unknown = [j for j in ev["judges"] if j not in cal["candidates"]]
+def calibrate(targets: pd.DataFrame, vignettes: pd.DataFrame, settings: Settings, *, cache_dir: Path):
+    ev = settings.evaluation
+    cal = ev.calibration
+    unknown = [j for j in ev.judges if j not in cal.candidates]
     if unknown:
         raise ConfigError(f"judge(s) {unknown} are used but not calibration candidates",
                           where="config evaluation.calibration.candidates")
-    pairs = human_pairs(targets, dimension=params["data"]["primary_dimension"],
-                        judge_train_fraction=float(cal["judge_train_fraction"]), seed=int(params["seed"]))
+    if settings.data is None:
+        raise PipelineInputError("the calibration pairs need data.primary_dimension", where="--params")
+    pairs = human_pairs(targets, dimension=settings.data.primary_dimension,
+                        judge_train_fraction=float(cal.judge_train_fraction), seed=int(settings.seed))
     pairs = pairs[pairs["half"] == "calibration"].reset_index(drop=True)
     if pairs.empty:
         raise PipelineInputError("no calibration pairs (validation human reappraisals in the calibration half)",
@@ -53,26 +55,26 @@ def calibrate(targets: pd.DataFrame, vignettes: pd.DataFrame, params: dict, *, c
     contests = as_contests(pairs)
     scenarios = dict(zip(vignettes["vignette_id"].astype(str), vignettes["text"].astype(str)))
     numbers, tables = {}, []
-    for name in cal["candidates"]:
-        spec = load_judge(name, ev["judges_dir"])
-        check_panel_allowed(spec, preset=params["preset"], data_source=(params.get("data") or {}).get("source"))
+    for name in cal.candidates:
+        spec = load_judge(name, ev.judges_dir)
+        check_panel_allowed(spec, preset=settings.preset, data_source=settings.data.source)
         with ReplyCache(Path(cache_dir) / f"{name}.jsonl") as cache:
             table, _ = judge_contests(contests, scenarios, spec, run="calibration", cache=cache,
                                       fingerprint=judge_fingerprint(spec),
                                       backend_factory=lambda s=spec: make_backend(s, run="calibration"),
                                       judge_kind="calibration", progress_desc=f"calibrate {name}")
-        if name in ev["judges"]:  # a candidate only measured may be unparseable (it shows in its n_errors)
+        if name in ev.judges:  # a candidate only measured may be unparseable (it shows in its n_errors)
             check_parseable(table, spec)
-        numbers[name] = judge_calibration(table, pairs, delta=float(cal["delta"]), margin_edges=cal["margin_edges"])
+        numbers[name] = judge_calibration(table, pairs, delta=float(cal.delta), margin_edges=list(cal.margin_edges))
         tables.append(table)
-    decision = decide(numbers, selected=ev["judges"], min_agreement=float(cal["min_agreement"]),
-                      way=cal["agreement_counted"], accept_weak=bool(cal["accept_weak_judge"]))
+    decision = decide(numbers, selected=list(ev.judges), min_agreement=float(cal.min_agreement),
+                      way=cal.agreement_counted, accept_weak=bool(cal.accept_weak_judge))
     report = {
         "judges": numbers,
         "decision": decision,
-        "delta": float(cal["delta"]),
+        "delta": float(cal.delta),
         "n_calibration_pairs": int(len(pairs)),
-        "n_clearly_separated": int((pairs["margin"].abs() >= float(cal["delta"])).sum()),
+        "n_clearly_separated": int((pairs["margin"].abs() >= float(cal.delta)).sum()),
         "pairs": "within-scenario pairs of validation-split human reappraisals (calibration half); "
                  "margin = difference of mean z on the primary dimension; chosen by human ratings only",
     }
@@ -84,9 +86,9 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     for name in ("targets", "vignettes", "cache-dir", "out", "judgments", "params"):
         ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args(argv)
-    params = sections_with_defaults(parse_params(args.params), "evaluation")
-    set_cpu_threads(params["evaluation"].get("cpu_threads"))
-    report, judgments = calibrate(read_table(args.targets), read_table(args.vignettes), params,
+    settings = Settings.from_params(parse_params(args.params))
+    set_cpu_threads(settings.evaluation.cpu_threads)
+    report, judgments = calibrate(read_table(args.targets), read_table(args.vignettes), settings,
                                   cache_dir=Path(args.cache_dir))
     out = Path(args.out)
     failed = out.with_name(out.stem + "_failed.json")

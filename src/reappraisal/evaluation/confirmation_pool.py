@@ -13,26 +13,25 @@ pool (``check_ood``).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
+from ..settings import ConfirmationPoolSettings, EvaluationSettings
 from .seeds import derived_seed
 
 SELECTION_POOL = "ood"
 CONFIRMATION_POOL = "confirm"
 
 
-def confirmation_scenarios(vignettes: pd.DataFrame, split: Mapping[str, Any], seed: int) -> list[str]:
+def confirmation_scenarios(vignettes: pd.DataFrame, split: ConfirmationPoolSettings, seed: int) -> list[str]:
     """The confirmation pool's scenario ids (sorted); ``[]`` when ``split.enabled`` is false
-    (``split``: the ``evaluation.confirmation_pool`` section)."""
-    if not split["enabled"]:
+    (``split``: the ``evaluation.confirmation_pool`` settings)."""
+    if not split.enabled:
         return []
     # both pools: so splitting an already split table gives the same split
     ood = sorted(vignettes.loc[vignettes["pool"].isin([SELECTION_POOL, CONFIRMATION_POOL]), "vignette_id"].astype(str))
-    listed = split.get("scenarios")
+    listed = split.scenarios
     if listed:
         unknown = [v for v in listed if str(v) not in ood]
         if unknown:
@@ -40,13 +39,13 @@ def confirmation_scenarios(vignettes: pd.DataFrame, split: Mapping[str, Any], se
                               where="config evaluation.confirmation_pool.scenarios")
         chosen = sorted(map(str, listed))
     else:
-        k = int(round(float(split["fraction"]) * len(ood)))
+        k = int(round(float(split.fraction) * len(ood)))
         order = np.random.default_rng(derived_seed(seed, "confirmation-pool")).permutation(len(ood))
         chosen = sorted(ood[i] for i in order[:k])
     return chosen
 
 
-def check_pool_sizes(vignettes: pd.DataFrame, split: Mapping[str, Any], seed: int) -> list[str]:
+def check_pool_sizes(vignettes: pd.DataFrame, split: ConfirmationPoolSettings, seed: int) -> list[str]:
     """The confirmation scenarios, refusing a split that leaves either pool fewer than 2 scenarios (its
     interval needs clusters); the confirm stage's check."""
     chosen = confirmation_scenarios(vignettes, split, seed)
@@ -58,9 +57,9 @@ def check_pool_sizes(vignettes: pd.DataFrame, split: Mapping[str, Any], seed: in
     return chosen
 
 
-def split_pools(vignettes: pd.DataFrame, evaluation: Mapping[str, Any], seed: int) -> pd.DataFrame:
+def split_pools(vignettes: pd.DataFrame, evaluation: EvaluationSettings, seed: int) -> pd.DataFrame:
     """``vignettes`` with the confirmation scenarios' pool set to ``confirm`` (a copy)."""
-    chosen = set(confirmation_scenarios(vignettes, evaluation["confirmation_pool"], seed))
+    chosen = set(confirmation_scenarios(vignettes, evaluation.confirmation_pool, seed))
     out = vignettes.copy()
     if chosen:
         out.loc[out["vignette_id"].astype(str).isin(chosen), "pool"] = CONFIRMATION_POOL

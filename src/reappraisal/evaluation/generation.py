@@ -29,6 +29,7 @@ from typing import Callable, Mapping, Sequence
 
 from ..batched_generation import generate_token_ids
 from ..policy.answer import decode_completions
+from ..settings import GenerationSettings
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,14 @@ class Decoding:
         return self.temperature > 0
 
     @classmethod
-    def from_mapping(cls, cfg: Mapping) -> "Decoding":
-        """Decoding settings of a validated section (the config's ``evaluation.generation`` or a judge's ``decoding``)."""
-        return cls(int(cfg["max_new_tokens"]), float(cfg["temperature"]), float(cfg["top_p"]))
+    def from_mapping(cls, values: Mapping) -> "Decoding":
+        """Decoding settings of a validated mapping (a judge YAML's ``decoding``)."""
+        return cls(int(values["max_new_tokens"]), float(values["temperature"]), float(values["top_p"]))
+
+    @classmethod
+    def from_settings(cls, generation: GenerationSettings) -> "Decoding":
+        """Decoding settings of the ``evaluation.generation`` settings."""
+        return cls(int(generation.max_new_tokens), float(generation.temperature), float(generation.top_p))
 
 
 def render_prompts(tokenizer, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str]:

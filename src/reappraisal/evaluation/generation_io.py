@@ -19,6 +19,7 @@ from ..atomic import write_parquet
 from ..input_tables import read_table
 from ..params import parse_params
 from ..policy.arms import resolve_model_dir
+from ..settings import Settings
 from .answers import generate_answers, runs_and_outputs
 
 
@@ -31,12 +32,12 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--run", nargs="+", required=True)
     ap.add_argument("--out", nargs="+", required=True, help="one output per --run, in the same order")
     args = ap.parse_args(argv)
-    params = parse_params(args.params)
+    settings = Settings.from_params(parse_params(args.params))
     jobs = runs_and_outputs(args.run, args.out)
     model_dir = resolve_model_dir(args.model) if Path(args.model).is_dir() else args.model
     vignettes = read_table(args.vignettes)
     for run, out in jobs:
-        table = generate_answers(args.system, run, model_dir, vignettes, params)
+        table = generate_answers(args.system, run, model_dir, vignettes, settings)
         write_parquet(table, out)
         print(f"generate_answers {args.system} run {run}: {len(table)} answers "
               f"({int(table['empty'].sum())} empty, {int(table['too_long'].sum())} too long, "

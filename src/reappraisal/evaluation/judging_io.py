@@ -25,7 +25,7 @@ import pandas as pd
 from ..atomic import write_parquet
 from ..errors import PipelineInputError
 from ..params import parse_params
-from ..config import sections_with_defaults
+from ..settings import Settings
 from ..input_tables import read_table
 from ..training.settings import set_cpu_threads
 from .backends import judge_fingerprint, make_backend
@@ -49,13 +49,13 @@ def _answers_by_scenario(generations: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def run_contests(run: int, generations: dict[str, pd.DataFrame], targets: pd.DataFrame, vignettes: pd.DataFrame,
-                 params: dict) -> pd.DataFrame:
+                 settings: Settings) -> pd.DataFrame:
     """Every contest of one run: each candidate (arm instance, best-of-N system) against each opponent it meets,
     on the selection pool's side of the OOD split (:mod:`.confirmation_pool`)."""
-    vignettes = split_pools(vignettes, params["evaluation"], int(params["seed"]))
+    vignettes = split_pools(vignettes, settings.evaluation, int(settings.seed))
     frames = []
-    for arm in evaluated_arms(params):
-        for opp in opponents(params).values():
+    for arm in evaluated_arms(settings):
+        for opp in opponents(settings).values():
             if not opp.plays(arm):
                 continue
             if opp.kind == "answers":
@@ -65,7 +65,7 @@ def run_contests(run: int, generations: dict[str, pd.DataFrame], targets: pd.Dat
             else:
                 theirs, paired = _answers_by_scenario(generations[opp.arm]), True
             frames.append(draw_contests(generations[arm], theirs, arm=arm, opponent=opp.name, run=run,
-                                        seed=int(params["seed"]), pools=opp.pools, paired=paired))
+                                        seed=int(settings.seed), pools=opp.pools, paired=paired))
     contests = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if contests.empty:
         raise PipelineInputError("no contests to judge: no arm meets any opponent on any scenario",
@@ -73,14 +73,14 @@ def run_contests(run: int, generations: dict[str, pd.DataFrame], targets: pd.Dat
     return contests
 
 
-def judge_run(run: int, contests: pd.DataFrame, scenarios: dict[str, str], params: dict, *, cache_dir: Path,
+def judge_run(run: int, contests: pd.DataFrame, scenarios: dict[str, str], settings: Settings, *, cache_dir: Path,
               rm_dirs: Sequence[str] = (), grm_dir: str | None = None) -> pd.DataFrame:
     """The judgments of one run: held-out judges, their consensus, and the reward-path scorers."""
-    ev = params["evaluation"]
+    ev = settings.evaluation
     frames = []
-    for name in ev["judges"]:
-        spec = load_judge(name, ev["judges_dir"])
-        check_panel_allowed(spec, preset=params["preset"], data_source=(params.get("data") or {}).get("source"))
+    for name in ev.judges:
+        spec = load_judge(name, ev.judges_dir)
+        check_panel_allowed(spec, preset=settings.preset, data_source=settings.data.source if settings.data else None)
         with ReplyCache(Path(cache_dir) / f"{name}.jsonl") as cache:
             table, stats = judge_contests(contests, scenarios, spec, run=run, cache=cache,
                                           fingerprint=judge_fingerprint(spec),
@@ -91,25 +91,25 @@ def judge_run(run: int, contests: pd.DataFrame, scenarios: dict[str, str], param
               f"{int((table['verdict'] == 'error').sum())} unparseable" + (f" ({cut} not finished)" if cut else ""))
         check_parseable(table, spec)
         frames.append(table)
-    if len(ev["judges"]) > 1:
-        frames.append(consensus(pd.concat(frames, ignore_index=True), ev["judges"]))
-    rp = ev["reward_path"]
-    if rp["enabled"] and (rm_dirs or grm_dir):
-        chosen = rp.get("opponents") or [ev["headline_opponent"]]
+    if len(ev.judges) > 1:
+        frames.append(consensus(pd.concat(frames, ignore_index=True), ev.judges))
+    rp = ev.reward_path
+    if rp.enabled and (rm_dirs or grm_dir):
+        chosen = list(rp.opponents or [ev.headline_opponent])
         part = contests[contests["opponent"].isin(chosen)].reset_index(drop=True)
         if rm_dirs:
             from ..reward.ensemble import EnsembleScorer
 
-            rm = params["reward"]
-            scorer = EnsembleScorer.from_dirs(list(rm_dirs), penalty=rm["ensemble"]["penalty"], lam=rm["ensemble"]["lam"],
-                                              batch_size=rm["ensemble"]["batch_size"], max_length=rm["max_length"])
+            rm = settings.reward
+            scorer = EnsembleScorer.from_dirs(list(rm_dirs), penalty=rm.ensemble.penalty, lam=rm.ensemble.lam,
+                                              batch_size=rm.ensemble.batch_size, max_length=rm.max_length)
             frames.append(ensemble_judgments(part, scenarios, scorer, run=run))
         if grm_dir:
             from ..grm.pairwise import PairwiseModel
 
-            g = params["grm"]
-            judge = PairwiseModel.from_dir(grm_dir, max_new_tokens=g["max_new_tokens"], batch_size=g["batch_size"],
-                                   mode=g["scorer_mode"], engine=g["engine"])
+            g = settings.grm
+            judge = PairwiseModel.from_dir(grm_dir, max_new_tokens=g.max_new_tokens, batch_size=g.batch_size,
+                                   mode=g.scorer_mode, engine=g.engine)
             frames.append(grm_judgments(part, scenarios, judge, run=run))
     return pd.concat(frames, ignore_index=True)[JUDGMENT_COLUMNS]
 
@@ -122,19 +122,19 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rm-dirs", nargs="*", default=[])
     ap.add_argument("--grm-dir", default=None)
     args = ap.parse_args(argv)
-    params = sections_with_defaults(parse_params(args.params), "evaluation", "reward", "grm")
-    set_cpu_threads(params["evaluation"]["cpu_threads"])
+    settings = Settings.from_params(parse_params(args.params))
+    set_cpu_threads(settings.evaluation.cpu_threads)
     run = int(args.run)
-    check_calibrated(params["evaluation"]["judges"], json.loads(Path(args.calibration).read_text()))
+    check_calibrated(settings.evaluation.judges, json.loads(Path(args.calibration).read_text()))
     vignettes = read_table(args.vignettes)
     gen_dir = Path(args.generations_dir)
-    missing = [n for n in systems(params) if not (gen_dir / f"{n}.parquet").is_file()]
+    missing = [n for n in systems(settings) if not (gen_dir / f"{n}.parquet").is_file()]
     if missing:
         raise PipelineInputError(f"no generations for {missing}", where=str(gen_dir))
-    generations = {n: read_table(gen_dir / f"{n}.parquet") for n in systems(params)}
-    contests = run_contests(run, generations, read_table(args.targets), vignettes, params)
+    generations = {n: read_table(gen_dir / f"{n}.parquet") for n in systems(settings)}
+    contests = run_contests(run, generations, read_table(args.targets), vignettes, settings)
     scenarios = dict(zip(vignettes["vignette_id"].astype(str), vignettes["text"].astype(str)))
-    judgments = judge_run(run, contests, scenarios, params, cache_dir=Path(args.cache_dir), rm_dirs=args.rm_dirs,
+    judgments = judge_run(run, contests, scenarios, settings, cache_dir=Path(args.cache_dir), rm_dirs=args.rm_dirs,
                           grm_dir=args.grm_dir)
     table = contests_table(judgments, contests)
     write_parquet(judgments, args.judgments)

@@ -16,11 +16,12 @@ Each opponent plays on the scenario pools it lists (``train`` and/or
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import pandas as pd
 
 from ..errors import ConfigError, PipelineInputError
+from ..settings import EvaluationSettings
 
 ARM_PREFIX = "arm:"
 
@@ -40,32 +41,32 @@ class Opponent:
         return (self.arms is None or arm in self.arms) and self.arm != arm
 
 
-def parse_opponents(evaluation: Mapping[str, Any], arms: list[str],
+def parse_opponents(evaluation: EvaluationSettings, arms: list[str],
                     instances: Mapping[str, Sequence[str]] | None = None) -> dict[str, Opponent]:
-    """Opponent specs from the ``evaluation`` config section, schema defaults filled (``arms``: the evaluated arm instances;
+    """Opponent specs from the ``evaluation`` settings (``arms``: the evaluated arm instances;
     ``instances``: arm name -> its instances, so a head-to-head pair may name arms trained with several
     seeds: each instance of one then meets each instance of the other)."""
     instances = dict(instances or {})
     out: dict[str, Opponent] = {}
-    for name, spec in (evaluation.get("opponents") or {}).items():
+    for name, spec in evaluation.opponents.items():
         where = f"config evaluation.opponents.{name}"
         if name.startswith(ARM_PREFIX):
             raise ConfigError(f"names starting with {ARM_PREFIX!r} are reserved for head-to-head arms", where=where)
-        kind = spec.get("source")
-        pools = tuple(spec["pools"])
+        kind = spec.source
+        pools = tuple(spec.pools)
         if kind == "answers":
-            if not spec.get("author_type"):
+            if not spec.author_type:
                 raise ConfigError("an `answers` opponent needs `author_type`", where=where)
-            out[name] = Opponent(name, "answers", pools, author_type=str(spec["author_type"]))
+            out[name] = Opponent(name, "answers", pools, author_type=str(spec.author_type))
         elif kind == "model":
-            if not spec.get("model"):
+            if not spec.model:
                 raise ConfigError("a `model` opponent needs `model` (a path or hub id)", where=where)
-            out[name] = Opponent(name, "model", pools, model=str(spec["model"]))
+            out[name] = Opponent(name, "model", pools, model=str(spec.model))
         else:
             raise ConfigError(f"source must be `answers` or `model`, got {kind!r}", where=where)
-    for i, pair in enumerate(evaluation.get("head_to_head") or []):
+    for i, pair in enumerate(evaluation.head_to_head):
         where = f"config evaluation.head_to_head[{i}]"
-        arm, other = pair.get("arm"), pair.get("opponent_arm")
+        arm, other = pair.arm, pair.opponent_arm
         for a in (arm, other):
             if a not in arms and a not in instances:
                 raise ConfigError(f"{a!r} is not an evaluated arm (evaluated: {', '.join(arms)})", where=where)
@@ -76,7 +77,7 @@ def parse_opponents(evaluation: Mapping[str, Any], arms: list[str],
                 name = f"{ARM_PREFIX}{theirs}"
                 previous = out.get(name)
                 players = tuple(sorted({mine, *(previous.arms if previous else ())}))
-                out[name] = Opponent(name, "arm", tuple(pair["pools"]), arm=theirs, arms=players)
+                out[name] = Opponent(name, "arm", tuple(pair.pools), arm=theirs, arms=players)
     return out
 
 

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError, PipelineInputError
+from ..settings import Settings
 
 TRAJECTORY_COLUMNS = ["arm", "step", "answers", "passed", "gold_mean", "gold_se", "truth_vs_start", "truth_se",
                       "kl", "kl_se", "sqrt_kl", "ensemble_mean", "ensemble_sd", "ensemble_n", "grm_mean", "grm_sd",
@@ -88,7 +89,7 @@ def _mean_se(values: np.ndarray) -> tuple[float, float]:
     return float(values.mean()), se
 
 
-def draw_checkpoint(arm: str, step: int, model_dir: Path, reference, vignettes: pd.DataFrame, params: Mapping,
+def draw_checkpoint(arm: str, step: int, model_dir: Path, reference, vignettes: pd.DataFrame, settings: Settings,
                     *, per_scenario: int) -> pd.DataFrame:
     """The checkpoint's fresh answers on the training scenarios: the generations table's columns plus
     ``logp``/``ref_logp`` of each completion and each answer's gold per rater profile."""
@@ -101,21 +102,21 @@ def draw_checkpoint(arm: str, step: int, model_dir: Path, reference, vignettes: 
     from .seeds import derived_seed
     from .truth_draws import PROFILE_COLUMNS
 
-    decoding = Decoding.from_mapping(params["evaluation"]["generation"])
+    decoding = Decoding.from_settings(settings.evaluation.generation)
     if decoding.temperature != 1.0 or decoding.top_p != 1.0:
         raise ConfigError("the KL along the trajectory reads answers sampled from the policy itself: "
                           "temperature 1 and top_p 1", where="config evaluation.generation")
     requests = requests_for(vignettes, ["train"], {"train": per_scenario})
-    seed = derived_seed(params["seed"], "trajectory", arm, step)
+    seed = derived_seed(settings.seed, "trajectory", arm, step)
     model, tokenizer = load_generator(str(model_dir))
     prompts = render_prompts(tokenizer, [build_messages(s) for s in requests["scenario"]])
     generated = generate_token_ids(model, tokenizer, prompts, max_new_tokens=decoding.max_new_tokens,
-                                   batch_size=int(params["evaluation"]["generation"]["batch_size"]),
+                                   batch_size=int(settings.evaluation.generation.batch_size),
                                    temperature=decoding.temperature, top_p=decoding.top_p, seed=seed)
     texts = decode_completions(tokenizer, [g.ids for g in generated])
     completions = [Completion(t, "stop" if g.stopped else "length", g.prompt_tokens, len(g.ids))
                    for g, t in zip(generated, texts)]
-    table = answers_table(requests, completions, system=f"{arm}@{step}", run=0, seed=seed, gate=format_gate(params))
+    table = answers_table(requests, completions, system=f"{arm}@{step}", run=0, seed=seed, gate=format_gate(settings.policy))
     prompt_ids = tokenizer(prompts, add_special_tokens=False)["input_ids"]
     ids = [g.ids for g in generated]
     if reference is None:  # the start is its own reference: KL 0 by definition, nothing to compute
@@ -169,40 +170,38 @@ def checkpoint_row(arm: str, step: int, draws: pd.DataFrame, start: pd.DataFrame
 
 
 def trajectory(arm: str, *, start: Path, steps_dir: Path, final: Path, vignettes: pd.DataFrame, targets,
-               params: Mapping, rm_dirs: Sequence[str], grm_dir: str | None) -> pd.DataFrame:
+               settings: Settings, rm_dirs: Sequence[str], grm_dir: str | None) -> pd.DataFrame:
     """Every checkpoint's row (see module doc)."""
     from tqdm.auto import tqdm
 
     from ..policy.arms import arm_instance
     from ..policy.proxy_scorers import build_scorers, judge_settings
-    from ..settings import GrmSettings, PolicySettings, RewardSettings
     from ..training.settings import set_cpu_threads
     from .generation import load_generator
     from .truth_draws import panel_model
 
-    policy = params["policy"]
-    instance = arm_instance(PolicySettings.from_config(policy), arm)
+    policy = settings.policy
+    instance = arm_instance(policy, arm)
     if not instance.arm.trained:
         raise PipelineInputError(f"arm {arm!r} is not trained here: it has no trajectory",
                                  where="config evaluation.truth.trajectory.arms")
-    traj = params["evaluation"]["truth"]["trajectory"]
-    set_cpu_threads(params["evaluation"]["generation"].get("cpu_threads"), use_cpu=True)
-    judges = judge_settings(instance.arm, reward=RewardSettings.from_config(params.get("reward")),
-                            grm=GrmSettings.from_config(params.get("grm")),
-                            primary_dimension=(params.get("data") or {}).get("primary_dimension"),
+    traj = settings.evaluation.truth.trajectory
+    set_cpu_threads(settings.evaluation.generation.cpu_threads, use_cpu=True)
+    judges = judge_settings(instance.arm, reward=settings.reward, grm=settings.grm,
+                            primary_dimension=settings.data.primary_dimension if settings.data else None,
                             rm_dirs=rm_dirs, grm_dir=grm_dir)
     scorers = build_scorers(judges, targets=targets, vignettes=vignettes, device="cpu")
-    panel = panel_model(params)
+    panel = panel_model(settings.evaluation)
     reference, _ = load_generator(str(start))
     train = vignettes[vignettes["pool"] == "train"]
     rows, start_draws = [], None
-    points = checkpoints(start, steps_dir, final, int(policy["max_steps"]))
+    points = checkpoints(start, steps_dir, final, int(policy.max_steps))
     for step, folder in tqdm(points, desc=f"trajectory {arm}", unit="checkpoint"):
-        draws = draw_checkpoint(arm, step, folder, None if step == 0 else reference, train, params,
-                                per_scenario=int(traj["answers_per_scenario"]))
+        draws = draw_checkpoint(arm, step, folder, None if step == 0 else reference, train, settings,
+                                per_scenario=int(traj.answers_per_scenario))
         start_draws = draws if step == 0 else start_draws
         rows.append(checkpoint_row(arm, step, draws, start_draws, panel, scorers, vars(instance.arm.weights),
-                                   grm_per_scenario=int(traj["grm_answers_per_scenario"])))
+                                   grm_per_scenario=int(traj.grm_answers_per_scenario)))
     return pd.DataFrame(rows, columns=TRAJECTORY_COLUMNS)
 
 
@@ -224,11 +223,11 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--params", default="{}")
     args = ap.parse_args(argv)
-    params = parse_params(args.params)
-    check_truth_allowed(params)
+    settings = Settings.from_params(parse_params(args.params))
+    check_truth_allowed(settings)
     vignettes = read_table(args.vignettes, ["vignette_id", "text", "pool"])
     frame = trajectory(args.arm, start=Path(args.start), steps_dir=Path(args.steps), final=Path(args.final),
-                       vignettes=vignettes, targets=read_table(args.targets), params=params, rm_dirs=args.rm_dirs,
+                       vignettes=vignettes, targets=read_table(args.targets), settings=settings, rm_dirs=args.rm_dirs,
                        grm_dir=args.grm_dir)
     with atomic_path(args.out, suffix=".parquet") as tmp:
         frame.to_parquet(tmp, index=False)

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Sequence
 
 from ..atomic import write_parquet
-from ..config import sections_with_defaults
 from ..input_tables import read_table
 from ..params import parse_params
+from ..settings import Settings
 from .systems import opponents
 from .truth_draws import check_truth_allowed, draws_for, oracle_source
 
@@ -23,12 +23,12 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     for name in ("system", "model", "vignettes", "params", "out"):
         ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args(argv)
-    params = sections_with_defaults(parse_params(args.params), "evaluation", "policy", "data")
-    check_truth_allowed(params)
-    set_cpu_threads(params["evaluation"]["generation"].get("cpu_threads"), use_cpu=True)
+    settings = Settings.from_params(parse_params(args.params))
+    check_truth_allowed(settings)
+    set_cpu_threads(settings.evaluation.generation.cpu_threads, use_cpu=True)
     model_dir = resolve_model_dir(args.model) if Path(args.model).is_dir() else args.model
-    oracle = args.system == oracle_source(opponents(params))
-    table = draws_for(args.system, model_dir, read_table(args.vignettes), params, oracle=oracle)
+    oracle = args.system == oracle_source(opponents(settings))
+    table = draws_for(args.system, model_dir, read_table(args.vignettes), settings, oracle=oracle)
     write_parquet(table, args.out)
     print(f"draw_truth {args.system}: {len(table)} draws, mean gold {table['gold'].mean():+.3f} -> {args.out}")
     return 0

@@ -8,7 +8,7 @@ gold oracle.
 
 from __future__ import annotations
 
-from typing import Mapping
+from ..settings import EvaluationSettings, Settings
 
 import pandas as pd
 
@@ -21,27 +21,27 @@ TRUTH_POOLS = ("train", "ood", "confirm")
 TRUTH_RUN = 0  # the evaluation's runs are 1, 2, 3...: the truth's draws have a seed of their own
 
 
-def check_truth_allowed(params: Mapping) -> None:
+def check_truth_allowed(settings: Settings) -> None:
     """The truth needs the world: refused unless the data are the demo generator's (bundled), one line."""
     from ..data.demo_gold import require_demo_data
 
-    require_demo_data("the truth stage (evaluation.truth)", preset=str(params.get("preset")),
-                      data_source=params["data"]["source"],
+    require_demo_data("the truth stage (evaluation.truth)", preset=str(settings.preset),
+                      data_source=settings.data.source if settings.data else None,
                       fix="has no known truth: set evaluation.truth.enabled false", where="config evaluation.truth")
 
 
-def draws_for(system: str, model_dir: str, vignettes: pd.DataFrame, params: dict, *, oracle: bool) -> pd.DataFrame:
+def draws_for(system: str, model_dir: str, vignettes: pd.DataFrame, settings: Settings, *,
+              oracle: bool) -> pd.DataFrame:
     """One system's truth draws with their gold (see module doc)."""
     from ..data.demo_gold import SHARES, profile_qualities_of
     from .answers import generate_answers
 
-    truth = params["evaluation"]["truth"]
-    pools = truth_pools(params, system)
-    per_pool = {p: int(truth["answers_per_scenario"]) for p in pools}
+    truth = settings.evaluation.truth
+    pools = truth_pools(settings, system)
+    per_pool = {p: int(truth.answers_per_scenario) for p in pools}
     if oracle:
-        per_pool["train"] = max(per_pool["train"], int(truth["oracle"]["draws_per_scenario"]))
-    drawn = dict(params, evaluation=dict(params["evaluation"], answers_per_scenario=per_pool))
-    table = generate_answers(system, TRUTH_RUN, model_dir, vignettes, drawn, pools=pools)
+        per_pool["train"] = max(per_pool["train"], int(truth.oracle.draws_per_scenario))
+    table = generate_answers(system, TRUTH_RUN, model_dir, vignettes, settings, pools=pools, per_pool=per_pool)
     scenario = vignettes.set_index(vignettes["vignette_id"].astype(str))["text"]
     profiles = profile_qualities_of(table["answer"].tolist(), [scenario[str(v)] for v in table["vignette_id"]])
     passed = ~(table["empty"] | table["too_long"])
@@ -50,13 +50,13 @@ def draws_for(system: str, model_dir: str, vignettes: pd.DataFrame, params: dict
                          "gold": profiles @ SHARES, **dict(zip(PROFILE_COLUMNS, profiles.T))}, columns=DRAW_COLUMNS)
 
 
-def truth_pools(params: Mapping, system: str) -> tuple[str, ...]:
+def truth_pools(settings: Settings, system: str) -> tuple[str, ...]:
     """The pools a system's truth draws cover: those it is evaluated on, and the confirmation pool beside
     the OOD selection pool (a selection candidate may be confirmed there); a `model` opponent evaluated on
     the training scenarios alone (the base policy) draws there alone."""
     from .systems import system_pools
 
-    evaluated = system_pools(params, system)
+    evaluated = system_pools(settings, system)
     return tuple(p for p in TRUTH_POOLS if p in evaluated or (p == "confirm" and "ood" in evaluated))
 
 
@@ -65,14 +65,14 @@ def oracle_source(opps) -> str | None:
     return next((o.name for o in opps.values() if o.kind == "model"), None)
 
 
-def panel_model(params: Mapping):
+def panel_model(evaluation: EvaluationSettings):
     """The headline judge's panel as the truth reads it (the headline judge must be a panel)."""
     from ..data.demo_gold import SHARES, RatingModel
     from ..errors import ConfigError
     from .judge_spec import load_judge
     from .truth import PanelModel
 
-    name = params["evaluation"]["headline_judge"]
+    name = evaluation.headline_judge
     spec = load_judge(name)
     if spec.backend != "panel":
         raise ConfigError(f"the truth is the panel's expected verdict, but the headline judge {name!r} is "

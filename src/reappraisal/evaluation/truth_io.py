@@ -35,10 +35,10 @@ import numpy as np
 import pandas as pd
 
 from ..atomic import write_parquet
-from ..config import sections_with_defaults
 from ..errors import ConfigError, PipelineInputError
 from ..input_tables import read_table
 from ..params import parse_params
+from ..settings import Settings
 from .confirmation_pool import split_pools
 from .opponents import answer_pools
 from .systems import best_of_n_systems, evaluated_instances, opponents, pooled_systems
@@ -113,15 +113,15 @@ def _best_of_ranked(ranked: Mapping[str, np.ndarray], opponent: Mapping[str, np.
     return Truth(float(np.mean(list(point.values()))), float(np.std(boots, ddof=1)), point)
 
 
-def compute_truths(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vignettes: pd.DataFrame, params: dict,
+def compute_truths(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vignettes: pd.DataFrame, settings: Settings,
                    *, scores: Mapping[str, np.ndarray] | None = None) -> pd.DataFrame:
     """Every (system, opponent, pool) row's truth (see module doc); ``scores``: best-of-N system -> its scorer's
     score of each of its instance's draws (in the draws' row order)."""
-    panel = panel_model(params)
-    ev = params["evaluation"]
-    vignettes = split_pools(vignettes, ev, int(params["seed"]))
-    opps = opponents(params)
-    per = int(ev["truth"]["answers_per_scenario"])
+    panel = panel_model(settings.evaluation)
+    ev = settings.evaluation
+    vignettes = split_pools(vignettes, ev, int(settings.seed))
+    opps = opponents(settings)
+    per = int(ev.truth.answers_per_scenario)
     fixed = {name: {str(v): _answer_golds(frame, vignettes, v) for v, frame in
                     answer_pools(o, targets, vignettes.assign(pool=vignettes["pool"].replace("confirm", "ood"))).items()}
              for name, o in opps.items() if o.kind == "answers"}
@@ -138,7 +138,7 @@ def compute_truths(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vig
         return tuple(dict.fromkeys(p for p in (*opp.pools, *(("confirm",) if "ood" in opp.pools else ())))) \
             if opp.kind == "answers" else opp.pools
 
-    instances = evaluated_instances(params)
+    instances = evaluated_instances(settings)
     against: dict[tuple[str, str, bool], dict[str, list[tuple[float, ContestMeans]]]] = {}
     for name in instances:
         for opp in opps.values():
@@ -151,7 +151,7 @@ def compute_truths(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vig
                     means = contest_means(mine, theirs, panel)
                     rows.append(_row(name, opp.name, pool, "arm", truth_of(means, opponent_is_draw=is_draw), per))
                     against.setdefault((opp.name, pool, is_draw), {})[name] = [(1.0, means)]
-    for bon_name, bon in best_of_n_systems(params).items():
+    for bon_name, bon in best_of_n_systems(settings).items():
         frame = draws[bon.instance]
         frame = frame[frame.groupby(["vignette_id", "pool"]).cumcount() < per]
         key = np.asarray((scores or {})[bon_name], dtype=float)
@@ -167,7 +167,7 @@ def compute_truths(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vig
     table = pd.DataFrame(rows, columns=TRUTH_COLUMNS)
     pooled = []
     for (opp_name, pool, is_draw), by_system in against.items():
-        for pooled_name, members in pooled_systems(params).items():
+        for pooled_name, members in pooled_systems(settings).items():
             if set(members) <= set(by_system):
                 by_system[pooled_name] = [(1.0 / len(members), by_system[m][0][1]) for m in members]
                 pooled.append(_row(pooled_name, opp_name, pool, "pooled",
@@ -182,7 +182,7 @@ def compute_truths(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vig
                                    per, versus=b))
     base = oracle_source(opps)
     if base is not None:
-        k = int(ev["truth"]["oracle"]["candidates"])
+        k = int(ev.truth.oracle.candidates)
         golds = _by_scenario(draws[base], "train")
         for opp in opps.values():
             if opp.kind == "answers" and "train" in opp.pools:
@@ -206,7 +206,7 @@ def _answer_golds(frame: pd.DataFrame, vignettes: pd.DataFrame, vignette_id) -> 
 
 
 def world_table(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vignettes: pd.DataFrame,
-                params: dict) -> pd.DataFrame:
+                settings: Settings) -> pd.DataFrame:
     """Gold quantiles per scenario and group: humans, each answers opponent, every drawn system, the oracle."""
     from ..data.demo_gold import gold_qualities
 
@@ -227,9 +227,9 @@ def world_table(draws: Mapping[str, pd.DataFrame], targets: pd.DataFrame, vignet
                                        "gold": gold_qualities(texts, [scenario[v] for v in vids])}))
     for name, frame in draws.items():
         add(name, frame[frame["pool"] == "train"])
-    base = oracle_source(opponents(params))
+    base = oracle_source(opponents(settings))
     if base is not None:
-        k = int(params["evaluation"]["truth"]["oracle"]["candidates"])
+        k = int(settings.evaluation.truth.oracle.candidates)
         rng = np.random.default_rng(0)
         picks = []
         for v, g in draws[base][draws[base]["pool"] == "train"].groupby("vignette_id", sort=True):
@@ -249,32 +249,32 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rm-dirs", nargs="*", default=[], help="the ensemble, for best-of-N systems it ranks by")
     ap.add_argument("--bradley-terry", default=None)
     args = ap.parse_args(argv)
-    params = sections_with_defaults(parse_params(args.params), "evaluation", "policy", "reward", "grm", "data")
-    check_truth_allowed(params)
+    settings = Settings.from_params(parse_params(args.params))
+    check_truth_allowed(settings)
     draws = {}
     for path in args.draws:
         frame = read_table(path)
         draws[str(frame["system"].iloc[0])] = frame
     vignettes, targets = read_table(args.vignettes), read_table(args.targets)
-    missing = [s for s in [*evaluated_instances(params), *(o.name for o in opponents(params).values()
+    missing = [s for s in [*evaluated_instances(settings), *(o.name for o in opponents(settings).values()
                                                             if o.kind == "model")] if s not in draws]
     if missing:
         raise PipelineInputError(f"no truth draws for {', '.join(missing)}", where="--draws")
-    scores = best_of_n_scores(draws, vignettes, params, rm_dirs=args.rm_dirs, bradley_terry_dir=args.bradley_terry)
-    truths = compute_truths(draws, targets, vignettes, params, scores=scores)
-    write_parquet(world_table(draws, targets, vignettes, params), args.world)
+    scores = best_of_n_scores(draws, vignettes, settings, rm_dirs=args.rm_dirs, bradley_terry_dir=args.bradley_terry)
+    truths = compute_truths(draws, targets, vignettes, settings, scores=scores)
+    write_parquet(world_table(draws, targets, vignettes, settings), args.world)
     write_parquet(truths, args.out)
     print(f"compute_truth: {len(truths)} rows, largest Monte Carlo error {truths['truth_se'].max():.4f} -> {args.out}")
     return 0
 
 
-def best_of_n_scores(draws: Mapping[str, pd.DataFrame], vignettes: pd.DataFrame, params: dict, *,
+def best_of_n_scores(draws: Mapping[str, pd.DataFrame], vignettes: pd.DataFrame, settings: Settings, *,
                      rm_dirs: Sequence[str], bradley_terry_dir: str | None) -> dict[str, np.ndarray]:
     """Each best-of-N system's scorer applied to its instance's truth draws (ensemble or Bradley-Terry)."""
     out = {}
     scenario = vignettes.set_index(vignettes["vignette_id"].astype(str))["text"]
-    per = int(params["evaluation"]["truth"]["answers_per_scenario"])
-    for name, bon in best_of_n_systems(params).items():
+    per = int(settings.evaluation.truth.answers_per_scenario)
+    for name, bon in best_of_n_systems(settings).items():
         if bon.scorer not in ("ensemble", "bradley_terry"):
             raise ConfigError(f"the truth of {name} needs its scorer per answer; {bon.scorer!r} scores groups "
                               "(committee) or generates (grm): not supported", where="config evaluation.best_of_n")
@@ -283,9 +283,9 @@ def best_of_n_scores(draws: Mapping[str, pd.DataFrame], vignettes: pd.DataFrame,
         dirs = list(rm_dirs) if bon.scorer == "ensemble" else [bradley_terry_dir]
         if not all(dirs):
             raise PipelineInputError(f"{name} ranks by {bon.scorer}: give its model folders", where="--rm-dirs")
-        rm = params["reward"]
-        scorer = EnsembleScorer.from_dirs(dirs, penalty=rm["ensemble"]["penalty"], lam=rm["ensemble"]["lam"],
-                                          batch_size=rm["ensemble"]["batch_size"], max_length=rm["max_length"])
+        rm = settings.reward
+        scorer = EnsembleScorer.from_dirs(dirs, penalty=rm.ensemble.penalty, lam=rm.ensemble.lam,
+                                          batch_size=rm.ensemble.batch_size, max_length=rm.max_length)
         frame = draws[bon.instance]
         frame = frame[frame.groupby(["vignette_id", "pool"]).cumcount() < per]
         values = np.full(len(frame), np.nan)

@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from ..config import with_defaults
+from ..settings import Settings, as_config
 from ..errors import PipelineInputError
 from ..file_hashes import sha256_file
 from ..markdown_templates import markdown_environment, write_markdown
@@ -76,8 +76,8 @@ def _rows(df: pd.DataFrame | None, **match: Any) -> list[dict[str, Any]]:
 class CardInputs:
     """Everything the cards read, loaded once from the manifest."""
 
-    def __init__(self, artifacts: list[Artifact], cfg: Mapping[str, Any]):
-        self.cfg = cfg
+    def __init__(self, artifacts: list[Artifact], settings: Settings):
+        self.settings = settings
         self.artifacts = artifacts
         kinds: dict[str, list[Artifact]] = {}
         for a in artifacts:
@@ -110,12 +110,13 @@ class CardInputs:
 
 def _level(inp: CardInputs) -> float:
     """The summary's interval level (its intervals' confidence), the schema's default unless configured."""
-    return float(with_defaults("summary", inp.cfg.get("summary"))["confidence"])
+    return float(inp.settings.summary.confidence)
 
 
 def _common(inp: CardInputs) -> dict[str, Any]:
     head, dirty = git_commit()
-    return {"preset": inp.cfg.get("preset"), "banner": DEMO_BANNER if inp.cfg.get("preset") == "demo" else None,
+    preset = inp.settings.preset
+    return {"preset": preset, "banner": DEMO_BANNER if preset == "demo" else None,
             "commit": head, "dirty": dirty, "has_summary": bool(inp.tables), "has_claims": bool(inp.claims)}
 
 
@@ -150,13 +151,13 @@ def grm_card(inp: CardInputs, grm_dir: Path) -> str:
     if grm is None:
         raise PipelineInputError("the GRM card needs the GRM metrics (input named grm)", where="--inputs")
     models = grm.get("models") or {}
-    base = (inp.cfg.get("base_models") or {}).get("grm_base")
+    base = inp.settings.base_models.grm_base
     meta = {"library_name": "transformers", "pipeline_tag": "text-generation", "base_model": base,
             "tags": ["reward-model", "generative-judge", "pairwise", "reappraisal"],
             "model-index": grm_index("reappraisal-grm", grm, _level(inp))}
     ctx = _common(inp) | {
         "front_matter": front_matter(meta), "grm": grm, "models": models, "headline_model": grm.get("headline_model"), "grm_dir": str(grm_dir),
-        "cfg_grm": inp.cfg.get("grm") or {}, "base": base,
+        "base": base,
         "tables": [t for n, t in inp.tables.items() if n == "grm"],
         "claims": claims_about(inp.claims, names=("grm", "GRM"), paths=("results/grm/",)),
         "provenance": inp.provenance(("grm",)),
@@ -207,8 +208,8 @@ def training_verdict(health: Mapping[str, Any], gold: Mapping[str, Any] | None) 
 
 
 def policy_card(inp: CardInputs, arm: str) -> str:
-    policy = inp.cfg.get("policy") or {}
-    arms = policy.get("arms") or {}
+    policy = inp.settings.policy
+    arms = {name: as_config(spec) for name, spec in policy.arms.items()}
     if arm not in inp.health:
         raise PipelineInputError(f"no training health for arm {arm!r} among the inputs", where="--inputs")
     log = inp.logs.get(arm)
@@ -216,7 +217,7 @@ def policy_card(inp: CardInputs, arm: str) -> str:
     last = log.iloc[-1].to_dict() if log is not None and not log.empty else {}
     gold = gold_health(log, trajectory_fit_row(inp.frame("trajectory_fit"), arm))
     headline = _rows(inp.frame("headline"), arm=arm)
-    base = (inp.cfg.get("base_models") or {}).get("policy_base")
+    base = inp.settings.base_models.policy_base
     meta = {"library_name": "transformers", "pipeline_tag": "text-generation", "base_model": base,
             "tags": ["grpo", "rlhf", "reappraisal", arm],
             "model-index": policy_index(f"reappraisal-policy-{arm}", headline, _rows(inp.frame("ood"), arm=arm),
@@ -227,14 +228,15 @@ def policy_card(inp: CardInputs, arm: str) -> str:
     ctx = _common(inp) | {
         "front_matter": front_matter(meta),
         # the weights it was trained with (its health record), else the config's (an arm of one seed is its instance)
-        "arm": arm, "weights": inp.health[arm].get("weights") or arms.get(arm) or {}, "policy": policy,
+        "arm": arm, "weights": inp.health[arm].get("weights") or arms.get(arm) or {},
+        "policy": as_config(policy),
         "health": inp.health[arm], "gold": gold, "verdict": training_verdict(inp.health[arm], gold),
         "base": base, "first": first, "last": last,
         "n_logged": 0 if log is None else len(log), "headline": headline, "headline_caption": (inp.tables.get("headline").caption
                                                                                               if "headline" in inp.tables else None),
         "per_scenario": _rows(inp.frame("per_scenario"), arm=arm), "others": others,
         "claims": claims_about(inp.claims, names=(arm,), paths=(f"results/policy/{arm}/",)),
-        "warm_start": bool((policy.get("warm_start") or {}).get("enabled")),
+        "warm_start": bool(policy.warm_start.enabled),
         "provenance": inp.provenance(("policy_health", "training_log", "tables_index", "claims"), arm=arm),
     }
     return _environment().get_template("card_policy.md.j2").render(**ctx)
@@ -250,8 +252,8 @@ def cli_main(argv: Sequence[str]) -> int:
     ap.add_argument("--grm-out", required=True)
     ap.add_argument("--policy-out", nargs="*", default=[], metavar="ARM=PATH")
     args = ap.parse_args(argv)
-    cfg = parse_params(args.params)
-    inp = CardInputs(parse_manifest(parse_params(args.inputs)), cfg)
+    settings = Settings.from_params(parse_params(args.params))
+    inp = CardInputs(parse_manifest(parse_params(args.inputs)), settings)
     outputs: dict[Path, str] = {Path(args.ensemble_out): ensemble_card(inp, [Path(d) for d in args.rm_dirs]),
                                 Path(args.grm_out): grm_card(inp, Path(args.grm_dir))}
     for spec in args.policy_out:

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..atomic import atomic_path
-from ..config import with_defaults
+from ..settings import Settings, SummarySettings
 from ..errors import PipelineInputError
 from ..evaluation.calibration_file import read_judge_calibration
 from ..params import parse_params
@@ -108,7 +108,7 @@ def table_view(t: SummaryTable, report_dir: Path, values: Mapping[str, Any] | No
     )
 
 
-def caption_values(frames: Mapping[str, SummaryTable], summary: Mapping[str, Any]) -> dict[str, Any]:
+def caption_values(frames: Mapping[str, SummaryTable], summary: SummarySettings) -> dict[str, Any]:
     """What the short captions are filled with: the headline's judge and opponent (its first row's), the
     headline arm, the bar and the level."""
     head = frames["headline"].frame if "headline" in frames else pd.DataFrame()
@@ -116,8 +116,8 @@ def caption_values(frames: Mapping[str, SummaryTable], summary: Mapping[str, Any
     def first(column: str) -> str:
         return str(head[column].iloc[0]) if column in head.columns and len(head) else "—"
 
-    return {"judge": first("judge"), "opponent": first("opponent"), "arm": summary["headline_arm"],
-            "bar": summary["bar"], "level": percent(summary["confidence"])}
+    return {"judge": first("judge"), "opponent": first("opponent"), "arm": summary.headline_arm,
+            "bar": summary.bar, "level": percent(summary.confidence)}
 
 
 def row_flags(df: pd.DataFrame) -> list[str]:
@@ -199,11 +199,12 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Path, commit: tuple[str | None, bool]) -> dict[str, Any]:
-    """Everything the template shows, read from the artifacts (``cfg``: the summary section, seed, preset)."""
+def build_context(artifacts: list[Artifact], settings: Settings, *, out: Path,
+                  commit: tuple[str | None, bool]) -> dict[str, Any]:
+    """Everything the template shows, read from the artifacts (``settings``: the summary's, the seed, the preset)."""
     report_dir = out.parent
-    summary = with_defaults("summary", cfg.get("summary"))
-    bar, level = float(summary["bar"]), percent(summary["confidence"])
+    summary = settings.summary
+    bar, level = float(summary.bar), percent(summary.confidence)
     by_kind: dict[str, list[Artifact]] = {}
     for a in artifacts:
         by_kind.setdefault(a.kind, []).append(a)
@@ -234,7 +235,7 @@ def build_context(artifacts: list[Artifact], cfg: Mapping[str, Any], *, out: Pat
     truth_checked = findings.truth_agreement(claims)
     head, dirty = commit
     return {
-        "preset": cfg.get("preset"), "banner": DEMO_BANNER if cfg.get("preset") == "demo" else None,
+        "preset": settings.preset, "banner": DEMO_BANNER if settings.preset == "demo" else None,
         "first_screen": _first_screen(claims, frames, truth_checked, level, forest),
         "how_to_read": _how_to_read(frames, summary, level, bar),
         "truth_findings": _truth_findings(frames, claims, truth_checked, level),
@@ -275,12 +276,12 @@ def _first_screen(claims: Sequence[Mapping[str, Any]], frames: Mapping[str, Summ
     }
 
 
-def _how_to_read(frames: Mapping[str, SummaryTable], summary: Mapping[str, Any], level: str, bar: float) -> dict:
+def _how_to_read(frames: Mapping[str, SummaryTable], summary: SummarySettings, level: str, bar: float) -> dict:
     """The note every caption links to: what the tables share, said once (items whose values the build lacks
     are left out: no estimand without a headline table, no truth off the demo)."""
     texts = TEXTS["how_to_read"]
     head = frames["headline"].frame if "headline" in frames else None
-    values: dict[str, Any] = {"level": level, "bar": bar, "alpha": f"{round(1.0 - float(summary['confidence']), 12):g}",
+    values: dict[str, Any] = {"level": level, "bar": bar, "alpha": f"{round(1.0 - float(summary.confidence), 12):g}",
                               "intervals": fill(load_texts(TABLE_TEXTS)["snippets"]["intervals"], level=level)}
     if head is not None and len(head):
         values["estimand"] = frames["headline"].estimand
@@ -554,10 +555,10 @@ def worlds_calibration(path: Path | None, sha256: str | None) -> dict[str, Any] 
             "coverage_path": str(coverage_path), "coverage": coverage}
 
 
-def build_report(inputs: Mapping[str, Any], cfg: Mapping[str, Any], *, out: Path,
+def build_report(inputs: Mapping[str, Any], settings: Settings, *, out: Path,
                  calibration: dict[str, Any] | None = None) -> str:
     artifacts = parse_manifest(inputs)
-    context = build_context(artifacts, cfg, out=out, commit=git_commit())
+    context = build_context(artifacts, settings, out=out, commit=git_commit())
     return render(dict(context, worlds_calibration=calibration))
 
 
@@ -571,12 +572,12 @@ def cli_main(argv: Sequence[str]) -> int:
                     help="the latest calibration's per-claim table (results/calibration/claims.csv), if one was run")
     ap.add_argument("--worlds-calibration-sha256", default=None, help="its sha256 when the command was written")
     args = ap.parse_args(argv)
-    cfg = parse_params(args.params)
+    settings = Settings.from_params(parse_params(args.params))
     inputs = dict(parse_params(args.inputs))
     for path in args.model_cards:
         inputs[f"model card {Path(path).parent}"] = {"path": path, "kind": "model_card"}
     out = Path(args.out)
-    text = build_report(inputs, cfg, out=out,
+    text = build_report(inputs, settings, out=out,
                         calibration=worlds_calibration(args.worlds_calibration, args.worlds_calibration_sha256))
     with atomic_path(out, suffix=".html") as tmp:
         tmp.write_text(text, encoding="utf-8")

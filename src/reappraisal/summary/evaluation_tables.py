@@ -43,7 +43,7 @@ SCENARIO = "vignette_id"
 @dataclass(frozen=True)
 class Settings:
     """What the summary needs from the config (sections summary, evaluation, policy), all required:
-    ``summary_io.settings_from_params`` builds it from the sections with the schema's defaults filled."""
+    ``summary_io.summary_settings`` builds it from the typed settings (the schema's defaults filled)."""
 
     bar: float
     confidence: float

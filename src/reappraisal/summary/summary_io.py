@@ -36,14 +36,14 @@ import yaml
 
 from reappraisal import stats
 from reappraisal.atomic import atomic_dir, atomic_path, write_json
-from reappraisal.config import REPO_ROOT, with_defaults
+from reappraisal.config import REPO_ROOT
 from reappraisal.errors import PipelineInputError
 from reappraisal.json_values import json_ready
 from reappraisal.evaluation.calibration_file import read_judge_calibration
 from reappraisal.evaluation.systems import best_of_n_systems, evaluated_instances, pooled_systems
 from reappraisal.params import parse_params
 from reappraisal.policy.arms import parse_arms
-from reappraisal.settings import PolicySettings
+from reappraisal.settings import Settings, as_config
 from reappraisal.provenance.claim_trace import provenance_document
 from reappraisal.provenance.dvc_state import stage_records
 
@@ -154,26 +154,24 @@ def _check_against_judgments(contests, judgments, contests_path, judgments_path)
             "rerun the judge stage", where=str(contests_path))
 
 
-def settings_from_params(params: Mapping[str, Any]) -> tuple[et.Settings, list[int]]:
-    """The summary's settings and the runs, from the sections as the rule passed them (schema defaults filled)."""
-    summary = with_defaults("summary", params.get("summary"))
-    evaluation = with_defaults("evaluation", params.get("evaluation"))
-    policy = with_defaults("policy", params.get("policy"))
-    resolved = parse_arms(PolicySettings.from_config(policy))  # an arm without seeds of its own has policy.seeds
-    arm_specs = {name: {**(spec or {}), **({} if resolved[name].external else {"seeds": list(resolved[name].seeds)})}
-                 for name, spec in policy["arms"].items()}
+def summary_settings(settings: Settings) -> tuple[et.Settings, list[int]]:
+    """The summary's settings and the runs, from the sections the rule passed."""
+    summary, evaluation = settings.summary, settings.evaluation
+    resolved = parse_arms(settings.policy)  # an arm without seeds of its own has policy.seeds
+    arm_specs = {name: {**as_config(spec), **({} if resolved[name].external else {"seeds": list(resolved[name].seeds)})}
+                 for name, spec in settings.policy.arms.items()}
     s = et.Settings(
-        bar=float(summary["bar"]),
-        confidence=float(summary["confidence"]),
-        n_boot=int(summary["n_boot"]),
-        seed=int(params["seed"]),
-        headline_judge=str(evaluation["headline_judge"]),
-        headline_opponent=str(evaluation["headline_opponent"]),
-        headline_arm=str(summary["headline_arm"]),
-        arms=tuple(evaluation["arms"] or arm_specs),
+        bar=float(summary.bar),
+        confidence=float(summary.confidence),
+        n_boot=int(summary.n_boot),
+        seed=int(settings.seed),
+        headline_judge=str(evaluation.headline_judge),
+        headline_opponent=str(evaluation.headline_opponent),
+        headline_arm=str(summary.headline_arm),
+        arms=tuple(evaluation.arms or arm_specs),
         arm_specs=arm_specs,
     )
-    return s, [int(r) for r in evaluation["runs"]]
+    return s, [int(r) for r in evaluation.runs]
 
 
 @dataclass(frozen=True)
@@ -188,22 +186,20 @@ class Systems:
     confirm_opponent: str
 
 
-def systems_from_params(params: Mapping[str, Any]) -> Systems:
-    config = {"policy": with_defaults("policy", params.get("policy")),
-              "evaluation": with_defaults("evaluation", params.get("evaluation"))}
-    instances = evaluated_instances(config)
-    pooled = pooled_systems(config)
-    ensemble_size = len(with_defaults("reward", params.get("reward"))["seeds"])
+def summary_systems(settings: Settings) -> Systems:
+    instances = evaluated_instances(settings)
+    pooled = pooled_systems(settings)
+    ensemble_size = len(settings.reward.seeds)
     return Systems(instances=tuple(instances), seeds={n: i.seed for n, i in instances.items()}, pooled=pooled,
-                   best_of_n=best_of_n_specs(config, pooled, ensemble_size),
-                   confirm_opponent=str(with_defaults("confirm", params.get("confirm"))["opponent"]))
+                   best_of_n=best_of_n_specs(settings, pooled, ensemble_size),
+                   confirm_opponent=str(settings.confirm.opponent))
 
 
-def best_of_n_specs(config: Mapping, pooled: Mapping[str, Sequence[str]], ensemble_size: int) -> dict[str, dict]:
+def best_of_n_specs(settings: Settings, pooled: Mapping[str, Sequence[str]], ensemble_size: int) -> dict[str, dict]:
     """Best-of-N name -> {single_pass, arm, scorer, n, level, scorer_calls, members}: each declared system, and
     the pooled system of each one declared on an arm with several seeds."""
     out = {}
-    for name, b in best_of_n_systems(config).items():
+    for name, b in best_of_n_systems(settings).items():
         out[name] = {"single_pass": b.instance, "arm": b.arm, "scorer": b.scorer, "n": b.n, "members": [name],
                      "level": "seed" if any(name in m for m in pooled.values()) else "arm",
                      "scorer_calls": b.scorer_calls(ensemble_size)}
@@ -314,17 +310,17 @@ def read_truths(files: Mapping[str, Any] | None, root: Path) -> dict | None:
 
 
 def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy_dir: Path, claims_file: Path,
-              params: Mapping, root: Path,
+              settings: Settings, root: Path,
               confirmation_files: Mapping[str, Any] | None = None,
               truth_files: Mapping[str, Any] | None = None) -> tuple[dict[str, Table], dict, dict]:
     """Compute every table, the claims ledger and the provenance document (nothing written)."""
-    s, runs = settings_from_params(params)
-    systems = systems_from_params(params)
+    s, runs = summary_settings(settings)
+    systems = summary_systems(settings)
     if s.arms and s.headline_arm not in s.arms:
         raise PipelineInputError(f"headline arm {s.headline_arm!r} is not an arm (arms: {list(s.arms)})",
                                  where="config summary.headline_arm")
     frames, sources_by_run = [], {}
-    judges_dir = with_defaults("evaluation", params.get("evaluation"))["judges_dir"]
+    judges_dir = settings.evaluation.judges_dir
     for run in runs:
         frame, contests_path, judgments_path = load_run(run, evaluation_dir, runs, judges_dir=judges_dir)
         frames.append(frame)
@@ -382,10 +378,10 @@ def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy
         raise PipelineInputError(f"not valid YAML ({exc.__class__.__name__})", where=str(claims_file)) from None
     schema = yaml.safe_load(CLAIMS_SCHEMA.read_text(encoding="utf-8"))
     claims = validate_ledger(doc, schema, tables, where=str(claims_file))
-    settings = {"bar": s.bar, "confidence": s.confidence}
-    records = evaluate_claims(claims, tables, settings)
+    claim_settings = {"bar": s.bar, "confidence": s.confidence}
+    records = evaluate_claims(claims, tables, claim_settings)
     if truths is not None:
-        truth_verdicts(records, claims, tables, settings)
+        truth_verdicts(records, claims, tables, claim_settings)
     stages = stage_records(root, without_outs=[DVC_STAGE])
     cache: dict = {}
     for record in records:
@@ -397,7 +393,7 @@ def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy
         "claims": records,
         "settings": {"bar": s.bar, "confidence": s.confidence, "headline_judge": s.headline_judge,
                      "headline_opponent": s.headline_opponent, "headline_arm": s.headline_arm, "runs": runs,
-                     "preset": params.get("preset")},
+                     "preset": settings.preset},
         "claims_file": _rel(claims_file, root),
         "verdicts": {v: sum(r["verdict"] == v for r in records) for v in ("holds", "fails", "retracted",
                                                                           "not_computable")},
@@ -476,12 +472,12 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--root", default=".", help="repository root: lineage paths are relative to it")
     ap.add_argument("--params", required=True, help="JSON with sections summary, evaluation, policy, seed, preset")
     ns = ap.parse_args(argv)
-    params = parse_params(ns.params)
+    settings = Settings.from_params(parse_params(ns.params))
     root = Path(ns.root)
     metrics_files = {"judge_calibration": Path(ns.judge_calibration), "reward_models": Path(ns.reward_metrics),
                      "grm": Path(ns.grm_metrics)}
     tables, ledger, provenance = summarize(evaluation_dir=Path(ns.evaluation_dir), metrics_files=metrics_files,
-                               policy_dir=Path(ns.policy_dir), claims_file=Path(ns.claims), params=params,
+                               policy_dir=Path(ns.policy_dir), claims_file=Path(ns.claims), settings=settings,
                                root=root, confirmation_files={
                                    "preregistration": ns.preregistration, "confirmation": ns.confirmation,
                                    "confirmation_contests": ns.confirmation_contests, "candidates": ns.candidates},
