@@ -35,6 +35,7 @@ from .job_client import SERVER_ENV, receive, send
 PRELOAD = (
     "numpy", "pandas", "pyarrow.parquet", "scipy.stats", "yaml", "jsonschema", "torch", "transformers",
     "datasets", "trl", "dvclive",  # every trainer's live metrics (training.report_to: dvclive)
+    "reappraisal.settings",  # every command types its --params: the schema read and its classes made once
 )
 #: transformers and TRL import their classes lazily, on first attribute access: the ones the commands use.
 PRELOAD_ATTRIBUTES = {
