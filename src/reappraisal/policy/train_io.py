@@ -1,8 +1,8 @@
 """GRPO training of one policy arm (thin wiring around TRL's GRPOTrainer).
 
-``train_policy`` turns the ``policy`` config section into a ``GRPOConfig``
-(:func:`grpo_settings`), builds the prompt dataset from the train pool's
-vignettes, wraps the committee (:class:`~reappraisal.policy.reward_adapter.CommitteeReward`)
+``train_policy`` turns the ``policy`` settings (:class:`~reappraisal.settings.PolicySettings`,
+built once by the command) into a ``GRPOConfig`` (:func:`grpo_settings`),
+builds the prompt dataset from the train pool's vignettes, wraps the committee (:class:`~reappraisal.policy.reward_adapter.CommitteeReward`)
 as the only reward function and trains. Checkpoints (model, optimizer,
 scheduler, RNG and trainer state) go to a work directory every
 ``save_steps`` steps; a rerun with the same settings resumes from the last
