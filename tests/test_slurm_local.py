@@ -1,15 +1,16 @@
-"""The demo's first stages as real SLURM jobs, on the one-node cluster of `scripts/slurm-local.sh`.
+"""The demo's stages as real SLURM jobs, on the one-node cluster of `scripts/slurm-local.sh`.
 
 The test starts the cluster (installing Debian's slurm-wlm and munge when missing: it needs root), runs the
-data half and one reward seed with `--profile workflow/profiles/slurm-local` in a clean copy, and stops the
-cluster whatever happened. Each rule ran as an sbatch job with the profile's resources (the controller's own
-record of the jobs, kept MinJobAge = 300 s without accounting), and every output has the bytes of the same
-targets built by a local Snakemake run (the weights and tables byte for byte; JSON files and model cards
-less their wall-clock readings). The paper's `train_policy` launch across processes inside an allocation:
-the two-process GRPO test of tests/policy/test_multiprocess.py (`accelerate launch --num_processes 2` on
-CPU) runs as a batch job whose srun step runs its command, and gives the one-process committee. Both tests
-share one cluster. After the stop, no daemon is left and `scontrol` without the cluster's wrappers fails at
-once (it would hold every later Snakemake start 10 s waiting for a controller).
+data half, one reward seed, the GRM, the warm start, one policy arm and that arm's evaluation answers with
+`--profile workflow/profiles/slurm-local` in a clean copy, and stops the cluster whatever happened. Each rule
+ran as an sbatch job with the profile's resources (the controller's own record of the jobs, kept
+MinJobAge = 300 s without accounting), and every output has the bytes of the same file in the suite's local
+demo build (the weights and tables byte for byte; JSON files and model cards less their wall-clock readings).
+The paper's `train_policy` launch across processes inside an allocation: the two-process GRPO test of
+tests/policy/test_multiprocess.py (`accelerate launch --num_processes 2` on CPU) runs as a batch job whose
+srun step runs its command, and gives the one-process committee. Both tests share one cluster. After the
+stop, no daemon is left and `scontrol` without the cluster's wrappers fails at once (it would hold every
+later Snakemake start 10 s waiting for a controller).
 """
 
 from __future__ import annotations
@@ -38,9 +39,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 
 SCRIPT = REPO / "scripts" / "slurm-local.sh"
 PROFILE = "workflow/profiles/slurm-local"
-TARGETS = ("results/data/leakage.json", "results/reward/seed0")
-RULES = {"fetch_data", "ingest", "normalize_ratings", "split_reappraisals", "check_leakage",
-         "prepare_base_models", "train_reward_model"}
+#: The data half, a reward seed, the GRM, one policy arm (the GRM's alone: it needs no other reward seed) and
+#: its evaluation answers (all runs: one job).
+ARM = "grm_only"
+TARGETS = ("results/data/leakage.json", "results/reward/seed0", "results/grm/model", f"results/policy/{ARM}/model",
+           f"results/evaluation/run1/generations/{ARM}.parquet")
+RULES = {"fetch_data", "ingest", "normalize_ratings", "split_reappraisals", "check_leakage", "prepare_base_models",
+         "train_reward_model", "train_grm", "warm_start_policy", "train_policy", "check_ood", "generate_answers"}
 
 
 def running(pid: int) -> bool:
@@ -86,8 +91,9 @@ def cluster() -> Path:
         yield slurm_bin
 
 
-#: What a run writes from the clock, not from its inputs: wall times and the fetch's date.
-CLOCK_KEY = re.compile(r"fetched_at|seconds|train_seconds|\w+_runtime|\w+_per_second")
+#: What a run writes from the clock, not from its inputs: wall times (TRL's GRPO logs each step's `step_time`)
+#: and the fetch's date.
+CLOCK_KEY = re.compile(r"fetched_at|seconds|train_seconds|step_time|\w+_runtime|\w+_per_second")
 CLOCK_LINE = re.compile(rb"^ +\d+(\.\d+)? s$", flags=re.M)  # a model card's training time
 
 
@@ -120,16 +126,14 @@ def test_the_profile_runs_every_gpu_rule_on_cpu():
     assert {rule for rule, res in profile["set-resources"].items() if res.get("gpu") == 0} == gpu_rules()
 
 
-def test_data_stages_and_a_reward_seed_run_as_slurm_jobs_with_the_local_bytes(tmp_path, cluster):
-    local = make_clean_copy(tmp_path / "local")
-    run_snakemake(local, "--cores", "2", *TARGETS)
+def test_the_demo_s_stages_run_as_slurm_jobs_with_the_local_build_s_bytes(tmp_path, cluster, demo_run):
     repo = make_clean_copy(tmp_path / "slurm")
     profile = yaml.safe_load((repo / PROFILE / "config.yaml").read_text())["default-resources"]
 
     env = env_with_venv()
     env["PATH"] = f"{cluster}{os.pathsep}{env['PATH']}"
     proc = subprocess.run([PYTHON, "-m", "snakemake", "--profile", PROFILE, *TARGETS], cwd=repo, env=env,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=900)
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-6000:]
     jobs = re.findall(r"submitted with SLURM jobid (\d+) \(log: (\S*/slurm_logs/rule_(\w+)/\S*)\)", log)
@@ -145,9 +149,12 @@ def test_data_stages_and_a_reward_seed_run_as_slurm_jobs_with_the_local_bytes(tm
     for job, path, rule in jobs:  # the job's own log, written on the node
         assert Path(path).name == f"{job}.log" and f"rule {rule}:" in Path(path).read_text()
 
-    built, expected = files_under(repo), files_under(local)
-    assert sorted(built) == sorted(expected)
-    assert [path for path in built if built[path] != expected[path]] == []
+    # The same files of the local demo build (`reappraisal run results/report.html --cores 2`), byte for byte.
+    built, local = files_under(repo), files_under(demo_run)
+    assert {f"results/policy/{ARM}/model/model.safetensors", "results/grm/model/model.safetensors",
+            f"results/evaluation/run1/generations/{ARM}.parquet"} <= set(built)
+    assert sorted(set(built) - set(local)) == []
+    assert [path for path in built if built[path] != local[path]] == []
 
 
 class _ThroughSlurm:
