@@ -71,3 +71,29 @@ def test_the_world_settings_merge_over_the_preset_in_a_snakemake_dry_run(tmp_pat
     texts = [p.read_text() for p in params_files]
     assert any(f'"seed": {params["seed"] + 3}' in t for t in texts)
     assert any('"max_steps": 7' in t for t in texts)
+
+
+def test_world_0_would_rebuild_nothing_of_the_demo_build(tmp_path, params, demo_run):
+    """World 0 of a calibration without overrides is the demo: in a world folder holding the demo build's
+    outputs (and Snakemake's record of them), its data, settings and project links leave nothing to rebuild: the
+    same data, the same parameters of every job (the seed among them), the same commands and code. Any
+    difference (another seed, another setting or a byte of data) would rerun the jobs it reaches."""
+    import shutil
+
+    folder = tmp_path / "0"
+    skip = {*PROJECT_LINKS, ".git", ".dvc", "dvc.lock", "logs", "dvclive"}
+    shutil.copytree(demo_run, folder, symlinks=True, ignore=lambda d, names: skip & set(names) if d == str(demo_run)
+                    else set())
+    plain = Settings.from_params(dict(params, calibration=dict(params["calibration"], world_config={})))
+    assert prepare_world(0, folder, plain, demo_run) == params["seed"]
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", "config.yaml",
+                           "world.yaml", "results/summary/claims.json"], cwd=folder, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Nothing to be done" in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-3000:]
+    # and world 1 would rebuild from its data on
+    prepare_world(1, tmp_path / "1", plain, demo_run)
+    shutil.rmtree(folder / "data" / "demo")
+    shutil.copytree(tmp_path / "1" / "data" / "demo", folder / "data" / "demo")
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", "config.yaml",
+                           "world.yaml", "results/summary/claims.json"], cwd=folder, capture_output=True, text=True)
+    assert proc.returncode == 0 and "fetch_data" in proc.stdout + proc.stderr
