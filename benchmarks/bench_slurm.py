@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.test_slurm_local import files_under  # noqa: E402  (the test's comparison, not a second one)
+from tests.test_slurm_local import files_under
 
 PROFILE = "workflow/profiles/slurm-local"
 TARGET = "results/report.html"

@@ -33,7 +33,7 @@ import yaml
 # The fixtures of tests/policy/test_multiprocess.py, which the GRPO test here asks for by name.
 from tests.policy.conftest import real_judges, targets, tiny_policy, vignettes, warm_policy  # noqa: F401  (fixtures)
 from tests.test_slurm_limits import gpu_rules
-from tests.workflow_utils import PYTHON, REPO, env_with_venv, make_clean_copy, run_snakemake
+from tests.workflow_utils import PYTHON, REPO, env_with_venv, make_clean_copy
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 
