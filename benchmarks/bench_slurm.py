@@ -9,7 +9,10 @@ jobs and how many of their outputs differ from the local build's bytes (JSON fil
 their wall-clock readings, as tests/test_slurm_local.py compares them).
 
     python benchmarks/bench_slurm.py --keep /tmp/slurm-demo
+    python benchmarks/bench_slurm.py --local-from /path/to/demo-build --local-seconds 541.6
 
+``--local-from`` skips the local build and compares with a finished local demo build of the same commit (e.g.
+the test suite's), whose wall time ``--local-seconds`` gives (timed by ``benchmarks/bench_demo.py``).
 Run it with nothing else on the machine: both builds use both cores.
 """
 
@@ -62,7 +65,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--commit", default="HEAD")
     ap.add_argument("--keep", type=Path, default=None, help="build in this folder and keep it")
+    ap.add_argument("--local-from", type=Path, default=None, help="a finished local demo build to compare with")
+    ap.add_argument("--local-seconds", type=float, default=None, help="that build's wall time (with --local-from)")
     a = ap.parse_args(argv)
+    if (a.local_from is None) != (a.local_seconds is None):
+        raise SystemExit("--local-from and --local-seconds go together")
     if os.geteuid() != 0:
         raise SystemExit("the local SLURM cluster needs root (apt-get, munged, slurmd)")
     root = a.keep or Path(tempfile.mkdtemp(prefix="bench-slurm-"))
@@ -81,9 +88,12 @@ def main(argv=None) -> int:
         subprocess.run(["bash", str(REPO / "scripts" / "slurm-local.sh"), "stop", str(cluster)], check=True)
     log = (root / "slurm.log").read_text()
     jobs = re.findall(r"submitted with SLURM jobid (\d+)", log)
-    local_repo = clone(a.commit, root / "local")
-    local_wall = timed([python, "-m", "reappraisal", "run", TARGET, "--cores", "2", "--no-record"], local_repo,
-                       env_for(None), root / "local.log")
+    if a.local_from is not None:
+        local_repo, local_wall = a.local_from, a.local_seconds
+    else:
+        local_repo = clone(a.commit, root / "local")
+        local_wall = timed([python, "-m", "reappraisal", "run", TARGET, "--cores", "2", "--no-record"], local_repo,
+                           env_for(None), root / "local.log")
     built, local = files_under(slurm_repo), files_under(local_repo)
     differ = sorted(p for p in built if local.get(p) != built[p])
     print("| build | wall | jobs |\n|---|---|---|")
