@@ -5,7 +5,7 @@
 #   scripts/slurm-local.sh stop [DIR]
 #
 # Run as root. `start` installs Debian's slurm-wlm and munge with apt-get when missing, writes DIR/slurm.conf for
-# this machine (CPUs and memory from `slurmd -C`, no accounting, MinJobAge 300 s so `squeue` still shows
+# this machine (CPUs and memory from `slurmd -C`, no accounting, MinJobAge 2 h so `squeue` still shows
 # finished jobs), starts munged, slurmctld and slurmd with their sockets, state, logs and pid files in DIR
 # (default /tmp/slurm-local), and waits until `sinfo` shows the node idle. Nothing is written to /etc/slurm:
 # SLURM's commands reach this cluster through DIR/bin, where each (sbatch, srun, squeue, scontrol, ...) runs
@@ -147,7 +147,7 @@ JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 MpiDefault=none
 ReturnToService=2
-MinJobAge=300
+MinJobAge=7200
 $site
 $node NodeAddr=127.0.0.1 State=UNKNOWN
 $partitions

@@ -4,7 +4,7 @@ The test starts the cluster (installing Debian's slurm-wlm and munge when missin
 data half, one reward seed, the GRM, the warm start, one policy arm and that arm's evaluation answers with
 `--profile workflow/profiles/slurm-local` in a clean copy, and stops the cluster whatever happened. Each rule
 ran as an sbatch job with the profile's resources (the controller's own record of the jobs, kept
-MinJobAge = 300 s without accounting), and every output has the bytes of the same file in the suite's local
+MinJobAge = 2 h without accounting), and every output has the bytes of the same file in the suite's local
 demo build (the weights and tables byte for byte; JSON files and model cards less their wall-clock readings).
 The paper's `train_policy` launch across processes inside an allocation: the two-process GRPO test of
 tests/policy/test_multiprocess.py (`accelerate launch --num_processes 2` on CPU) runs as a batch job whose
@@ -186,7 +186,7 @@ class _ThroughSlurm:
 
 
 def squeue_state(job: str, env: dict) -> str:
-    """A job's state in the controller's record (kept MinJobAge = 300 s after it ends)."""
+    """A job's state in the controller's record (kept MinJobAge = 2 h after it ends)."""
     return subprocess.run(["squeue", "-h", "-t", "all", "-j", job, "-o", "%T"], env=env, capture_output=True,
                           text=True, check=True, timeout=30).stdout.strip()
 
