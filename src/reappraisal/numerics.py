@@ -1,4 +1,4 @@
-"""Pinned CPU numerics: the same bytes on any x86-64 CPU with AVX2 (core layer).
+"""Pinned CPU numerics: the same bytes on every CPU of a vendor with AVX2 (core layer).
 
 Torch's CPU wheel picks its kernels by the machine's instruction set: ATen's
 vectorised ops by CPU capability (AVX2 or AVX-512), MKL's GEMM by its own
@@ -16,12 +16,19 @@ children); the user's shell is not involved. Each library reads its variable
 at its first kernel call, so the pin holds whenever the package is imported
 before torch computes anything.
 
-What is guaranteed: the same bytes on x86-64 CPUs with AVX2 (every x86 server
-CPU since 2013-2017, Intel and AMD), for the same thread count (the demo's
-jobs use one thread each: ``cpu_threads``) and the same locked packages.
-Not guaranteed: ARM (other kernels: the pin is not applied there), GPUs
-(CUDA kernels are not pinned; generation with vLLM needs
-``VLLM_BATCH_INVARIANT=1`` and the same hardware), other thread counts.
+What is guaranteed: the same bytes on x86-64 CPUs with AVX2 of the same
+vendor, for the same thread count (the demo's jobs use one thread each:
+``cpu_threads``) and the same locked packages. Across vendors it is not: MKL
+honours ``MKL_CBWR=AVX2`` on Intel CPUs only and runs its ``AUTO`` branch on
+others (its documentation: on non-Intel CPUs only ``AUTO`` and ``COMPATIBLE``
+are supported; ``MKL_VERBOSE=1`` prints ``CNR:AUTO`` there), so an AMD machine
+trains other weights than an Intel one. ``REAPPRAISAL_NUMERICS=compatible``
+(:data:`COMPATIBLE`) takes MKL's vendor-neutral branch instead (SSE2 without
+the approximate reciprocals whose results differ by vendor) at about twice the
+GEMM time (``benchmarks/README_numerics.md``). Not guaranteed: ARM (other
+kernels: the pin is not applied there), GPUs (CUDA kernels are not pinned;
+generation with vLLM needs ``VLLM_BATCH_INVARIANT=1`` and the same hardware),
+other thread counts.
 
 ``REAPPRAISAL_NUMERICS=native`` leaves the machine's own kernels (to measure
 what the pin costs, or to show the difference it makes).
@@ -41,9 +48,13 @@ PINNED: dict[str, str] = {
     "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN primitives (no AVX-512 or AMX paths)
     "TOKENIZERS_PARALLELISM": "false",  # no thread pool forked into workers (tokens are the same either way)
 }
-#: Setting it to ``native`` turns the pin off (benchmarks and the test that shows the pin matters).
+#: The pin with MKL's vendor-neutral branch: the same bytes on Intel and AMD CPUs (GEMM about twice as slow).
+COMPATIBLE: dict[str, str] = {**PINNED, "MKL_CBWR": "COMPATIBLE"}
+#: ``native`` turns the pin off (benchmarks and the test that shows the pin matters); ``compatible`` takes
+#: :data:`COMPATIBLE`; unset (or anything else) takes :data:`PINNED`.
 SWITCH = "REAPPRAISAL_NUMERICS"
 NATIVE = "native"
+VENDOR_NEUTRAL = "compatible"
 #: The capability torch reports once pinned.
 PINNED_CAPABILITY = "AVX2"
 
@@ -57,7 +68,10 @@ def applies(machine: str | None = None, environ: MutableMapping[str, str] | None
 
 def pinned_environment(environ: MutableMapping[str, str], machine: str | None = None) -> dict[str, str]:
     """The variables :func:`pin_numerics` would set in ``environ`` (empty where the pin does not apply)."""
-    return dict(PINNED) if applies(machine, environ) else {}
+    if not applies(machine, environ):
+        return {}
+    vendor_neutral = environ.get(SWITCH, "").strip().lower() == VENDOR_NEUTRAL
+    return dict(COMPATIBLE if vendor_neutral else PINNED)
 
 
 def pin_numerics(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:

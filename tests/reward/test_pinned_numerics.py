@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -90,3 +91,29 @@ def test_importing_the_package_pins_torch_and_a_late_import_is_refused():
                 "set_cpu_threads(1)")
         refused = subprocess.run([sys.executable, "-c", late], env=_clean_env(), capture_output=True, text=True)
         assert refused.returncode != 0 and "torch ran before the reappraisal package was imported" in refused.stderr
+
+
+def _cpu_vendor() -> str:
+    with open("/proc/cpuinfo") as info:
+        return next((line.split(":")[1].strip() for line in info if line.startswith("vendor_id")), "")
+
+
+def _mkl_branch(**extra: str) -> str:
+    """The CNR branch MKL reports for a GEMM in a fresh process that imported the package first."""
+    probe = "import reappraisal, torch; torch.set_num_threads(1); torch.ones(16, 32) @ torch.ones(32, 8)"
+    out = subprocess.run([sys.executable, "-c", probe], env=_clean_env(MKL_VERBOSE="1", **extra),
+                         capture_output=True, text=True, check=True)
+    branches = re.findall(r"\bCNR:(\w+)", out.stdout)
+    assert branches, out.stdout[-2000:]
+    return branches[-1]
+
+
+@pytest.mark.skipif(not numerics.applies(), reason="the pin applies to x86-64 only")
+def test_mkl_takes_the_avx2_branch_on_intel_only_and_the_compatible_mode_its_vendor_neutral_one():
+    """What the docs promise per vendor: MKL honours the AVX2 branch on Intel CPUs and runs its AUTO branch on
+    others (so an AMD machine computes other bytes than an Intel one); ``REAPPRAISAL_NUMERICS=compatible`` takes
+    the branch MKL documents as the same on every vendor."""
+    assert _mkl_branch() == ("AVX2" if _cpu_vendor() == "GenuineIntel" else "AUTO")
+    assert _mkl_branch(**{numerics.SWITCH: numerics.VENDOR_NEUTRAL}) == "COMPATIBLE"
+    assert numerics.pinned_environment({numerics.SWITCH: "Compatible"}, machine="x86_64") == numerics.COMPATIBLE
+    assert numerics.COMPATIBLE["MKL_CBWR"] == "COMPATIBLE" and numerics.PINNED["MKL_CBWR"] == "AVX2"
