@@ -86,30 +86,3 @@ def test_the_parts_give_the_batch_loss_gradient_and_metrics(sft_batch, tmp_path)
     for key in ("entropy", "mean_token_accuracy", "num_tokens"):
         assert len(metrics_p[key]) == len(metrics[key]) == 1, key  # one value for the step, pooled over the parts
         assert metrics_p[key][0] == pytest.approx(metrics[key][0], rel=1e-6), key
-
-
-def test_the_fused_head_loss_in_parts_is_the_batch_loss_with_its_gradient(tmp_path):
-    from transformers import AutoModelForCausalLM
-    from trl.trainer.utils import add_fused_lm_head
-
-    from reappraisal.training.batches import pad_right
-    from reappraisal.training.length_parts import fused_head_loss_in_parts, right_padded_parts
-    from tests.policy.fakes import build_tiny_policy
-
-    model = AutoModelForCausalLM.from_pretrained(str(build_tiny_policy(tmp_path / "model")))
-    add_fused_lm_head(model, outputs=("log_probs",))
-    generator = torch.Generator().manual_seed(0)
-    rows = [torch.randint(3, model.config.vocab_size, (n,), generator=generator).tolist() for n in (9, 60, 12, 55)]
-    labels = [[-100] * (len(r) - 4) + r[-4:] for r in rows]  # the last four tokens are the answer
-    batch = pad_right(rows, 0, labels=labels)
-    assert right_padded_parts(batch["attention_mask"]) is not None  # the split is what is compared
-    results = []
-    for loss_of in (lambda: model(**batch, fused_lm_head=True).loss, lambda: fused_head_loss_in_parts(model, batch)):
-        model.zero_grad()
-        loss = loss_of()
-        loss.backward()
-        results.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
-    (whole, grads), (parts, grads_p) = results
-    assert torch.allclose(parts, whole, rtol=1e-6, atol=0)
-    for name, grad in grads.items():
-        assert torch.allclose(grads_p[name], grad, rtol=1e-4, atol=1e-7), name

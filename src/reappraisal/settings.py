@@ -236,6 +236,7 @@ class WarmStartSettings(Section):
     learning_rate: float
     per_device_train_batch_size: int
     max_length: int
+    save_steps: int
 
 
 @section("policy.health")

@@ -33,10 +33,13 @@ def tiny_policy(tmp_path_factory) -> Path:
 def warm_policy(tmp_path_factory, tiny_policy, targets, vignettes) -> Path:
     """The tiny policy after a short warm-start SFT (well-formed thinking completions)."""
     from reappraisal.policy.warm_start_io import run_warm_start, warm_start_examples
+    from reappraisal.settings import WarmStartSettings
 
     out = tmp_path_factory.mktemp("policy_warm") / "policy_warm"
     examples = warm_start_examples(targets, vignettes, seed=0, gate=FormatGate(2, -3.0))
-    run_warm_start(tiny_policy, examples, out, steps=150, lr=3e-3, batch_size=16, max_length=256, seed=0)
+    settings = WarmStartSettings.from_config({"max_steps": 150, "learning_rate": 3e-3, "per_device_train_batch_size": 16,
+                                              "max_length": 256, "save_steps": 150})
+    run_warm_start(tiny_policy, examples, out, warm_start=settings, seed=0)
     return out
 
 

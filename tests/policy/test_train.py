@@ -59,21 +59,6 @@ def test_warm_start_gives_well_formed_varied_answers(warm_policy, vignettes):
     assert len(set(answers)) >= 3
 
 
-def test_the_warm_start_reports_every_steps_loss_to_dvclive(tmp_path, tiny_policy, targets, vignettes, monkeypatch):
-    """The hand-written loop logs through DVCLive itself: a row per step, the loss the summary records."""
-    from reappraisal.policy.warm_start_io import run_warm_start, warm_start_examples
-
-    monkeypatch.chdir(tmp_path)  # no DVC repository here: DVCLive writes its folder and nothing else
-    live = tmp_path / "dvclive" / "warm_start_policy"
-    examples = warm_start_examples(targets, vignettes, seed=0, gate=FormatGate(2, -3.0))
-    summary = run_warm_start(tiny_policy, examples, tmp_path / "warm", steps=3, lr=3e-3, batch_size=4, max_length=128,
-                             seed=0, tracking=Tracking("dvclive", live))
-    loss = pd.read_csv(live / "plots" / "metrics" / "loss.tsv", sep="\t")  # the trainers' name
-    assert list(loss["step"]) == [1, 2, 3] and loss["loss"].iloc[0] == pytest.approx(summary["loss_first"])
-    assert json.loads((live / "metrics.json").read_text())["step"] == 3
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dvclive", "warm"]
-
-
 def test_train_arm_end_to_end(tmp_path, warm_policy, vignettes):
     """TRL's ``test_train``: the loss is logged at every step and every trainable parameter moved."""
     import torch

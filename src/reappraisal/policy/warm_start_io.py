@@ -1,4 +1,4 @@
-"""Demo only: warm-start the random-init tiny policy with a short SFT.
+"""Demo only: warm-start the random-init tiny policy with a short SFT (TRL ``SFTTrainer``).
 
 A random-init policy never emits ``</think>``, so every answer would be empty,
 every committee reward equal and GRPO would have no signal. A real thinking
@@ -6,34 +6,48 @@ model starts well-formed; this stage brings the tiny one there: supervised
 fine-tuning on the train split's human reappraisals, rendered exactly as the
 policy will be prompted (the card's system and user turns through the
 model's chat template, whose generation prompt opens ``<think>\\n``) and
-completed in the thinking format ``reasoning\\n</think>\\n\\nreappraisal<eos>``.
-The loss covers the completion tokens only. Only answers that pass the
+completed in the thinking format ``reasoning\\n</think>\\n\\nreappraisal<eos>``
+(TRL appends the EOS). The loss covers the completion tokens only (TRL's
+completion-only loss on prompt/completion data). Only answers that pass the
 two-sentence format gate are used. The reasoning is a short line chosen
 from :data:`THINKING_LINES` so that the model learns the shape of a thought,
 not its content. Only train-split human texts are used, as everywhere in
-training (held-out and GPT-4 answers never are). Each step's loss and
-learning rate go to the job's reporter (``training.report_to``:
-:meth:`reappraisal.training.tracking.Tracking.step_log`) as it trains.
+training (held-out and GPT-4 answers never are).
+
+The optimizer and schedule: AdamW without weight decay at
+``policy.warm_start.learning_rate``, the learning rate times
+``min(1, (s + 1) / (max_steps // 10))`` at 0-based step ``s`` (a linear
+warm-up over the first tenth of the steps, then constant: :func:`warmup_factor`),
+gradients clipped to norm 1. The batches (:func:`batch_order`): permutations of
+the examples from ``random.Random(seed)`` laid end to end and cut into
+``per_device_train_batch_size`` examples a step (a batch may span two
+passes), fed to the trainer in that order. Neither is a TRL argument (every
+``lr_scheduler_type`` warm-up starts at 0; the Trainer's sampler draws a torch
+permutation per pass and drops a pass's remainder), so they reach it through
+its public ``optimizers`` and a sequential sampler over the examples laid out
+in batch order. Every step's loss and learning rate go to the job's reporter
+(``training.report_to``). The run checkpoints every
+``policy.warm_start.save_steps`` into ``.warm_start.work`` beside the output
+and a killed run resumes from the last complete checkpoint
+(:mod:`reappraisal.training`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import random
-import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from reappraisal.errors import PipelineInputError
-from reappraisal.training.batches import pad_right
-from reappraisal.training.fused_head import score_labelled_positions_only
-from reappraisal.training.length_parts import fused_head_loss_in_parts
-from reappraisal.training.locks import lock_work_dir
-from reappraisal.training.segments import segment_record
-from reappraisal.training.settings import set_cpu_threads
+from reappraisal.settings import WarmStartSettings, as_config
+from reappraisal.training.length_parts import in_length_parts
+from reappraisal.training.run import finished_model, run_training
+from reappraisal.training.settings import checkpointing_args, set_cpu_threads
 from reappraisal.training.tracking import LIVE_DIR_HELP, OFF, Tracking
-from reappraisal.training.work_dir import remove_stale_temporaries, work_dir_beside
+from reappraisal.training.work_dir import fingerprint, open_work_dir, remove_stale_temporaries, work_dir_beside
 
 from .committee import FormatGate
 from .prompts import build_messages
@@ -44,6 +58,36 @@ THINKING_LINES = (
     "Speak to them. Keep it short and kind.",
     "A gentler view could ease the {emotion}.",
 )
+#: The record written beside the model.
+RECORD_FILE = "warm_start.json"
+#: The learning rate warms up over ``max_steps // WARMUP_DIVISOR`` steps.
+WARMUP_DIVISOR = 10
+
+
+def batch_order(n_examples: int, steps: int, batch_size: int, seed: int) -> list[int]:
+    """The examples' indices in the order the steps take them, ``steps * batch_size`` of them.
+
+    Permutations of ``range(n_examples)`` from ``random.Random(seed)`` laid end to end: a step takes the next
+    ``batch_size``; a new permutation is drawn when fewer than ``batch_size`` are left, so a batch may span two
+    passes and no example is dropped.
+    """
+    if n_examples < 1 or batch_size < 1:
+        raise ValueError(f"batch_order needs examples and a batch size (got {n_examples}, {batch_size})")
+    rng = random.Random(seed)
+    pending: list[int] = []
+    order: list[int] = []
+    for _ in range(steps):
+        if len(pending) < batch_size:
+            pending += rng.sample(range(n_examples), n_examples)
+        order += pending[:batch_size]
+        pending = pending[batch_size:]
+    return order
+
+
+def warmup_factor(steps: int):
+    """The learning rate's factor at 0-based step ``s``: ``min(1, (s + 1) / max(1, steps // WARMUP_DIVISOR))``."""
+    warmup = max(1, steps // WARMUP_DIVISOR)
+    return lambda s: min(1.0, (s + 1) / warmup)
 
 
 def warm_start_examples(targets, vignettes, *, seed: int, gate: FormatGate) -> list[dict[str, str]]:
@@ -75,15 +119,35 @@ def warm_start_examples(targets, vignettes, *, seed: int, gate: FormatGate) -> l
     return out
 
 
-def encode_example(tokenizer, example: Mapping[str, str], max_length: int) -> tuple[list[int], list[int]]:
-    """Token ids and labels (-100 on the prompt) of one example in the thinking format."""
-    prompt = tokenizer.apply_chat_template(build_messages(example["scenario"]), tokenize=False, add_generation_prompt=True)
-    completion = f"{example['thinking']}\n</think>\n\n{example['answer']}{tokenizer.eos_token}"
-    p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-    c_ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
-    ids = (p_ids + c_ids)[:max_length]
-    labels = ([-100] * len(p_ids) + c_ids)[:max_length]
-    return ids, labels
+def prompt_completion(tokenizer, examples: Sequence[Mapping[str, str]]) -> dict[str, list[str]]:
+    """The ``prompt``/``completion`` texts of ``examples``: the policy's prompt as the chat template renders it
+    (ending in the opened ``<think>``), and ``thinking\\n</think>\\n\\nanswer`` (TRL appends the EOS)."""
+    return {
+        "prompt": [tokenizer.apply_chat_template(build_messages(ex["scenario"]), tokenize=False,
+                                                 add_generation_prompt=True) for ex in examples],
+        "completion": [f"{ex['thinking']}\n</think>\n\n{ex['answer']}" for ex in examples],
+    }
+
+
+def warm_start_args(warm_start: WarmStartSettings, output_dir: str | Path, *, seed: int, use_cpu: bool,
+                    tracking: Tracking) -> dict[str, Any]:
+    """Keyword arguments of the warm start's ``trl.SFTConfig`` (float32; checkpointing and reporting as every
+    trainer here; every step logged; the examples taken in the order given: :func:`batch_order`). The optimizer
+    and schedule are not among them: :func:`run_warm_start` gives them to the trainer."""
+    return dict(
+        **checkpointing_args(output_dir, seed=seed, save_steps=int(warm_start.save_steps), save_total_limit=2,
+                             bf16=False, use_cpu=use_cpu, activation_checkpointing=False, tracking=tracking),
+        max_steps=int(warm_start.max_steps),
+        learning_rate=float(warm_start.learning_rate),
+        per_device_train_batch_size=int(warm_start.per_device_train_batch_size),
+        max_length=int(warm_start.max_length),
+        max_grad_norm=1.0,
+        use_cache=True,  # the saved config keeps generation's KV cache on, as the base model's (training passes False)
+        train_sampling_strategy="sequential",
+        dataloader_drop_last=True,
+        logging_steps=1,
+        disable_tqdm=True,
+    )
 
 
 def run_warm_start(
@@ -91,78 +155,57 @@ def run_warm_start(
     examples: Sequence[Mapping[str, str]],
     out_dir: str | Path,
     *,
-    steps: int,
-    lr: float,
-    batch_size: int,
-    max_length: int,
+    warm_start: WarmStartSettings,
     seed: int,
+    use_cpu: bool = True,
     tracking: Tracking = OFF,
+    callbacks: Sequence = (),
 ) -> dict[str, Any]:
-    """SFT the causal LM in ``base_dir`` on ``examples``; save model + tokenizer to ``out_dir`` atomically.
+    """SFT the causal LM in ``base_dir`` on ``examples``; model, tokenizer and :data:`RECORD_FILE` to ``out_dir``.
 
-    Holds the lock of the output's work folder (``.<out name>.work.lock`` beside it; no folder is made: the loop
-    keeps no checkpoints) from before a killed run's leftovers are removed until the output is in place, so a
-    second run waits for the first instead of removing its temporary output.
+    ``warm_start``: the ``policy.warm_start`` settings. Checkpoints into ``.<out name>.work`` beside the output
+    (locked by ``.<out name>.work.lock`` while a run uses it) and resumes a killed run from its last complete
+    checkpoint; the output is put in place whole at the end and the work folder removed. The record lists
+    every training segment (:meth:`reappraisal.training.run.RunResult.record`) and every step's logged figures.
     """
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl.trainer.utils import add_fused_lm_head
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
+    from trl import SFTConfig, SFTTrainer
 
-    from reappraisal.atomic import atomic_dir
-
-    with lock_work_dir(work_dir_beside(out_dir)):
+    set_seed(seed)
+    tokenizer = AutoTokenizer.from_pretrained(base_dir)
+    data = prompt_completion(tokenizer, examples)
+    spec = {"base": str(base_dir), "cfg": as_config(warm_start), "seed": int(seed), "use_cpu": bool(use_cpu),
+            "data": fingerprint(data)}
+    with open_work_dir(work_dir_beside(out_dir), spec) as work:  # locked until the output is in place
         remove_stale_temporaries(out_dir)  # what a killed earlier run left beside the output
-        torch.manual_seed(seed)
-        tok = AutoTokenizer.from_pretrained(base_dir)
         model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
-        model.train()
-        # the loss from TRL's fused LM head, which projects only the answer's positions (the prompt's carry no label)
-        add_fused_lm_head(model, outputs=("log_probs",))
-        score_labelled_positions_only()
-        encoded = [encode_example(tok, ex, max_length) for ex in examples]
-        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, steps // 10)))
-        rng = random.Random(seed)
-        pad = tok.pad_token_id
-        losses = []
-        t0 = time.perf_counter()
-        order: list[int] = []
-        reported = tracking.step_log()
-        for step in range(1, steps + 1):
-            if len(order) < batch_size:
-                order += rng.sample(range(len(encoded)), len(encoded))
-            idx, order = order[:batch_size], order[batch_size:]
-            batch = [encoded[i] for i in idx]
-            padded = pad_right([ids for ids, _ in batch], pad, labels=[lab for _, lab in batch])
-            loss = fused_head_loss_in_parts(model, padded)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            learning_rate = sched.get_last_lr()[0]
-            opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
-            losses.append(float(loss.detach()))
-            reported.log(step, {"loss": losses[-1], "learning_rate": learning_rate})
-        reported.close()
-        seconds = time.perf_counter() - t0
-        segment = segment_record(resumed_from=None, start_step=0, end_step=steps, seconds=seconds, completed=True)
+        args = SFTConfig(**warm_start_args(warm_start, work.path, seed=seed, use_cpu=use_cpu, tracking=tracking))
+        steps = int(warm_start.max_steps)
+        order = batch_order(len(examples), steps, int(warm_start.per_device_train_batch_size), seed)
+        in_order = Dataset.from_dict({key: [values[i] for i in order] for key, values in data.items()})
+        optimizer = torch.optim.AdamW(model.parameters(), lr=float(warm_start.learning_rate), weight_decay=0.0)
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_factor(steps))
+        trainer = in_length_parts(SFTTrainer)(model=model, args=args, train_dataset=in_order,
+                                              processing_class=tokenizer, optimizers=(optimizer, schedule),
+                                              callbacks=list(callbacks))
+        result = run_training(trainer, work, where="warm_start_policy", tracking=tracking)
+        logged = [e for e in result.log_history if "loss" in e]
+        losses = [float(e["loss"]) for e in logged]
         summary = {
             "n_examples": len(examples),
-            "steps": steps,
-            "batch_size": batch_size,
-            "lr": lr,
+            "steps": result.global_step,
+            "batch_size": int(warm_start.per_device_train_batch_size),
+            "lr": float(warm_start.learning_rate),
+            "train_loss": result.train_loss,
             "loss_first": losses[0] if losses else None,
             "loss_last": sum(losses[-10:]) / len(losses[-10:]) if losses else None,
-            "seconds": round(seconds, 2),
-            # the same record as the checkpointed trainers': one segment (this loop never resumes)
-            "segments": [segment],
-            "train_seconds": segment["seconds"],
-            "resumed_from": None,
+            "log": logged,
+            **result.record(),  # resumed_from, segments (killed ones too), train_seconds (their total)
         }
-        with atomic_dir(out_dir) as tmp:
-            model.save_pretrained(tmp)
-            tok.save_pretrained(tmp)
-            (tmp / "warm_start.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+        with finished_model(trainer, result, work, out_dir, tokenizer=tokenizer) as tmp:
+            (tmp / RECORD_FILE).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary
 
 
@@ -179,19 +222,17 @@ def cli_main(argv: Sequence[str]) -> int:
     ap.add_argument("--params", default="{}")
     ap.add_argument("--live-dir", default=None, help=LIVE_DIR_HELP)
     args = ap.parse_args(argv)
-    params = parse_params(args.params)
-    settings = Settings.from_params(params)
+    # the shared plumbing's lines (resuming from <checkpoint> (step N), waiting for a work folder's holder)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    settings = Settings.from_params(parse_params(args.params))
     policy = settings.policy
     tracking = Tracking.from_settings(settings.training, args.live_dir)
     set_cpu_threads(policy.cpu_threads, use_cpu=policy.use_cpu)
-    ws = policy.warm_start
     seed = int(settings.seed)
     examples = warm_start_examples(read_table(args.targets), read_table(args.vignettes), seed=seed,
                                    gate=FormatGate.from_settings(policy.format_gate))
-    summary = run_warm_start(
-        args.base_dir, examples, args.out,
-        steps=int(ws.max_steps), lr=float(ws.learning_rate), batch_size=int(ws.per_device_train_batch_size),
-        max_length=int(ws.max_length), seed=seed, tracking=tracking,
-    )
-    print(json.dumps(summary, sort_keys=True))
+    summary = run_warm_start(args.base_dir, examples, args.out, warm_start=policy.warm_start, seed=seed,
+                             use_cpu=bool(policy.use_cpu), tracking=tracking)
+    print(f"warm-start-policy: {summary['n_examples']} examples, {summary['steps']} steps, "
+          f"loss {summary['loss_first']:.4f} -> {summary['loss_last']:.4f} -> {args.out}")
     return 0

@@ -7,13 +7,12 @@ longest row (:func:`right_padded_parts`, :func:`batch_part`), and the groups' lo
 step's examples, their loss normalised as over the whole batch, and so its gradient, are the batch's; only the
 order of the sums differs (the last bits). Evaluation and batches that are not right-padded are left as they are.
 
-- :func:`in_length_parts`: TRL's ``SFTTrainer`` (the GRM's and the demo judge's SFT); each part's token-sum loss over the whole
+- :func:`in_length_parts`: TRL's ``SFTTrainer`` (the GRM's SFT, the policy's warm start, the demo judge); each part's token-sum loss over the whole
   batch's label count, the logged entropy and token accuracy pooled over the parts as TRL pools them over a batch
   (its logged values through :func:`reappraisal.compat.trl.train_metrics`).
 - :func:`classifier_in_length_parts`: TRL's ``RewardTrainer`` (the Bradley-Terry model); the classifier's logits
   computed by part and put back in the batch's order, TRL's loss on them
   (:func:`reappraisal.compat.trl.with_reward_forward`: how TRL's loss calls the model).
-- :func:`fused_head_loss_in_parts`: a loop's loss through TRL's fused LM head (the warm start).
 - The reward models' trainer sums its masked squared errors by part (``reward/train_io.py``).
 """
 
@@ -88,18 +87,6 @@ def right_padded_parts(mask) -> list[tuple[list[int], int]] | None:
 
 def _label_count(labels) -> int:
     return int((labels[..., 1:] != -100).sum())
-
-
-def fused_head_loss_in_parts(model, batch: Mapping[str, Any]):
-    """The mean token loss of a right-padded labelled ``batch`` (``input_ids``, ``attention_mask``, ``labels``)
-    through TRL's fused LM head (``add_fused_lm_head``), run in length-sorted parts: each part's summed loss over
-    the whole batch's label count."""
-    parts = right_padded_parts(batch["attention_mask"])
-    if parts is None:
-        return model(**batch, fused_lm_head=True).loss
-    n = max(_label_count(batch["labels"]), 1)
-    return sum(model(**batch_part(batch, rows, width), fused_lm_head=True, num_items_in_batch=n).loss
-               for rows, width in parts)
 
 
 def in_length_parts(trainer_cls: type) -> type:

@@ -1,10 +1,10 @@
 """Live training metrics: where every trainer reports its logged steps while it trains (``training.report_to``).
 
-The trainers built on transformers (the reward seeds, the Bradley-Terry model, the GRM's SFT and GRPO, every
-policy arm, the demo judge) take the reporter through ``TrainingArguments.report_to``
+Every trainer (the reward seeds, the Bradley-Terry model, the GRM's SFT and GRPO, the policy's warm start,
+every policy arm, the demo judge) is built on transformers and takes the reporter through ``TrainingArguments.report_to``
 (:meth:`Tracking.training_args`), so whatever a trainer logs reaches it, a policy arm's committee figures
 (``committee/*``, ``rewards/gold/*``: what ``training_log.csv`` records) included, since TRL logs them with the
-loss. The warm start's own loop logs through :meth:`Tracking.step_log`.
+loss.
 
 Each training has its own folder, ``dvclive/<rule>/<job>`` (its rule passes it as ``--live-dir``, the GRM's
 SFT as ``--sft-live-dir``; the generated ``dvc.yaml`` lists every one's ``metrics.json`` and ``plots/metrics``
@@ -21,12 +21,11 @@ and trackio use their own services (``WANDB_MODE=offline`` keeps wandb local).
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..compat.dvclive import live_outside_dvc
 from ..compat.transformers import dvclive_callback as job_dvclive_callback
@@ -106,10 +105,6 @@ class Tracking:
         elif self.report_to == "wandb":
             os.environ.setdefault("WANDB_PROJECT", PROJECT)  # transformers' wandb reporter reads it there
 
-    def step_log(self) -> "StepLog":
-        """The reporter of a hand-written training loop (the warm start)."""
-        return StepLog(self)
-
 
 #: No reporter (a trainer called from Python without one: the tests).
 OFF = Tracking("none", None)
@@ -129,43 +124,3 @@ def dvclive_callback(live_dir: str | Path, *, resume: bool):
     """transformers' DVCLive reporter writing into ``live_dir``, at the trainer's global step
     (:func:`reappraisal.compat.transformers.dvclive_callback`)."""
     return job_dvclive_callback(lambda: open_live(live_dir, resume=resume))
-
-
-class StepLog:
-    """``log(step, metrics)`` once per step and ``close()`` at the end, to the job's reporter, under the names
-    the transformers trainers log (``loss``, ``learning_rate``)."""
-
-    def __init__(self, tracking: Tracking) -> None:
-        self.report_to = tracking.report_to
-        self._live = self._writer = self._run = None
-        if self.report_to == "dvclive":
-            self._live = open_live(tracking.live_dir, resume=False)
-        elif self.report_to == "tensorboard":
-            from torch.utils.tensorboard import SummaryWriter
-
-            self._writer = SummaryWriter(log_dir=str(tracking.live_dir))
-        elif self.report_to != "none":  # wandb and trackio share one API: init, log, finish
-            self._run = importlib.import_module(self.report_to)
-            os.environ.setdefault("WANDB_PROJECT", PROJECT)
-            project = os.environ["WANDB_PROJECT"] if self.report_to == "wandb" else PROJECT
-            self._run.init(project=project, name=tracking.live_dir.as_posix() if tracking.live_dir else None)
-
-    def log(self, step: int, metrics: Mapping[str, float]) -> None:
-        if self._live is not None:
-            self._live.step = int(step)
-            for key, value in metrics.items():
-                self._live.log_metric(key, float(value))
-            self._live.next_step()
-        elif self._writer is not None:
-            for key, value in metrics.items():
-                self._writer.add_scalar(f"train/{key}", float(value), int(step))  # transformers' names there
-        elif self._run is not None:
-            self._run.log({f"train/{key}": float(value) for key, value in metrics.items()}, step=int(step))  # ditto
-
-    def close(self) -> None:
-        if self._live is not None:
-            self._live.end()
-        elif self._writer is not None:
-            self._writer.close()
-        elif self._run is not None:
-            self._run.finish()
