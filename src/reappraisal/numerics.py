@@ -22,10 +22,10 @@ vendor, for the same thread count (the demo's jobs use one thread each:
 honours ``MKL_CBWR=AVX2`` on Intel CPUs only and runs its ``AUTO`` branch on
 others (its documentation: on non-Intel CPUs only ``AUTO`` and ``COMPATIBLE``
 are supported; ``MKL_VERBOSE=1`` prints ``CNR:AUTO`` there), so an AMD machine
-trains other weights than an Intel one. ``REAPPRAISAL_NUMERICS=compatible``
-(:data:`COMPATIBLE`) takes MKL's vendor-neutral branch instead (SSE2 without
-the approximate reciprocals whose results differ by vendor) at about twice the
-GEMM time (``benchmarks/README_numerics.md``). Not guaranteed: ARM (other
+trains other weights than an Intel one. No MKL setting closes that gap:
+its ``COMPATIBLE`` branch, documented as vendor-neutral, still gave an Intel
+and an AMD machine different weights, and no branch forced on Intel gave the
+AMD bytes (``benchmarks/README_numerics.md``). Not guaranteed: ARM (other
 kernels: the pin is not applied there), GPUs (CUDA kernels are not pinned;
 generation with vLLM needs ``VLLM_BATCH_INVARIANT=1`` and the same hardware),
 other thread counts.
@@ -48,13 +48,9 @@ PINNED: dict[str, str] = {
     "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN primitives (no AVX-512 or AMX paths)
     "TOKENIZERS_PARALLELISM": "false",  # no thread pool forked into workers (tokens are the same either way)
 }
-#: The pin with MKL's vendor-neutral branch: the same bytes on Intel and AMD CPUs (GEMM about twice as slow).
-COMPATIBLE: dict[str, str] = {**PINNED, "MKL_CBWR": "COMPATIBLE"}
-#: ``native`` turns the pin off (benchmarks and the test that shows the pin matters); ``compatible`` takes
-#: :data:`COMPATIBLE`; unset (or anything else) takes :data:`PINNED`.
+#: Setting it to ``native`` turns the pin off (benchmarks and the test that shows the pin matters).
 SWITCH = "REAPPRAISAL_NUMERICS"
 NATIVE = "native"
-VENDOR_NEUTRAL = "compatible"
 #: The capability torch reports once pinned.
 PINNED_CAPABILITY = "AVX2"
 
@@ -68,10 +64,7 @@ def applies(machine: str | None = None, environ: MutableMapping[str, str] | None
 
 def pinned_environment(environ: MutableMapping[str, str], machine: str | None = None) -> dict[str, str]:
     """The variables :func:`pin_numerics` would set in ``environ`` (empty where the pin does not apply)."""
-    if not applies(machine, environ):
-        return {}
-    vendor_neutral = environ.get(SWITCH, "").strip().lower() == VENDOR_NEUTRAL
-    return dict(COMPATIBLE if vendor_neutral else PINNED)
+    return dict(PINNED) if applies(machine, environ) else {}
 
 
 def pin_numerics(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:

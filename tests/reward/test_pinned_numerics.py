@@ -109,11 +109,7 @@ def _mkl_branch(**extra: str) -> str:
 
 
 @pytest.mark.skipif(not numerics.applies(), reason="the pin applies to x86-64 only")
-def test_mkl_takes_the_avx2_branch_on_intel_only_and_the_compatible_mode_its_vendor_neutral_one():
-    """What the docs promise per vendor: MKL honours the AVX2 branch on Intel CPUs and runs its AUTO branch on
-    others (so an AMD machine computes other bytes than an Intel one); ``REAPPRAISAL_NUMERICS=compatible`` takes
-    the branch MKL documents as the same on every vendor."""
+def test_mkl_takes_the_avx2_branch_on_intel_only():
+    """What the docs promise per vendor: MKL honours the pinned AVX2 branch on Intel CPUs and runs its AUTO
+    branch on others, which is why an AMD machine computes other bytes than an Intel one."""
     assert _mkl_branch() == ("AVX2" if _cpu_vendor() == "GenuineIntel" else "AUTO")
-    assert _mkl_branch(**{numerics.SWITCH: numerics.VENDOR_NEUTRAL}) == "COMPATIBLE"
-    assert numerics.pinned_environment({numerics.SWITCH: "Compatible"}, machine="x86_64") == numerics.COMPATIBLE
-    assert numerics.COMPATIBLE["MKL_CBWR"] == "COMPATIBLE" and numerics.PINNED["MKL_CBWR"] == "AVX2"
