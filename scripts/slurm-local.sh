@@ -76,9 +76,14 @@ wait_pidfile() {  # a daemon's pid file, recorded in DIR/pids once it exists
 start() {
   [[ $(id -u) == 0 ]] || { log "run as root (it installs packages and starts munged)"; exit 1; }
   if [[ -f $dir/pids ]]; then log "$dir/pids exists: stop that cluster first"; exit 1; fi
-  if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null; then
-    log "installing slurm-wlm and munge"
-    (  # the packages' own services stay stopped (policy-rc.d): the daemons this script starts are its own
+  # One install at a time: two clusters started at once on a fresh machine (the tests' workers do) would
+  # otherwise both run apt-get, and the second fails on apt's lock; the second finds the packages installed.
+  mkdir -p /run/lock
+  (
+    flock 9
+    if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null; then
+      log "installing slurm-wlm and munge"
+      # the packages' own services stay stopped (policy-rc.d): the daemons this script starts are its own
       if [[ ! -e /usr/sbin/policy-rc.d ]]; then
         printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
         chmod 755 /usr/sbin/policy-rc.d
@@ -87,8 +92,8 @@ start() {
       export DEBIAN_FRONTEND=noninteractive
       apt-get -o DPkg::Lock::Timeout=300 update -qq >&2
       apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends slurm-wlm munge >&2
-    )
-  fi
+    fi
+  ) 9>/run/lock/slurm-local-install.lock
   mkdir -p "$dir"
   chmod 700 "$dir"
   rm -rf "$dir/state" "$dir/spool" "$dir/munge" "$dir/gpu"
