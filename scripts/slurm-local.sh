@@ -76,8 +76,9 @@ wait_pidfile() {  # a daemon's pid file, recorded in DIR/pids once it exists
 start() {
   [[ $(id -u) == 0 ]] || { log "run as root (it installs packages and starts munged)"; exit 1; }
   if [[ -f $dir/pids ]]; then log "$dir/pids exists: stop that cluster first"; exit 1; fi
-  # One install at a time: two clusters started at once on a fresh machine (the tests' workers do) would
-  # otherwise both run apt-get, and the second fails on apt's lock; the second finds the packages installed.
+  # One install at a time: two clusters started at once on a fresh machine (the tests' workers do), or a
+  # test installing Chromium or TeX Live meanwhile, would run apt-get twice at once and the second fails on
+  # apt's lock. The lock file is tests/apt.py's too; whoever waited finds the packages installed.
   mkdir -p /run/lock
   (
     flock 9
@@ -93,7 +94,7 @@ start() {
       apt-get -o DPkg::Lock::Timeout=300 update -qq >&2
       apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends slurm-wlm munge >&2
     fi
-  ) 9>/run/lock/slurm-local-install.lock
+  ) 9>/run/lock/reappraisal-apt.lock
   mkdir -p "$dir"
   chmod 700 "$dir"
   rm -rf "$dir/state" "$dir/spool" "$dir/munge" "$dir/gpu"

@@ -3,24 +3,22 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.apt import install_when_missing
 
 CHROMIUM = "/usr/bin/chromium"
 
 
 def ensure_chromium() -> str:
     """The system chromium, installed with apt-get when missing (CI starts on a fresh machine)."""
-    path = shutil.which("chromium") or (CHROMIUM if Path(CHROMIUM).exists() else None)
-    if path:
-        return path
-    env = {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
-    subprocess.run(["apt-get", "update", "-q"], check=True, capture_output=True, env=env, timeout=600)
-    proc = subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], capture_output=True, text=True, env=env, timeout=1200)
-    if proc.returncode != 0:
-        raise RuntimeError(f"apt-get install -y chromium failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    return shutil.which("chromium") or CHROMIUM
+    install_when_missing(_chromium_path, ["chromium"], timeout=1200)
+    return _chromium_path()
+
+
+def _chromium_path() -> str | None:
+    return shutil.which("chromium") or (CHROMIUM if Path(CHROMIUM).exists() else None)
 
 
 @dataclass

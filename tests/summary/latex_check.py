@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reappraisal.summary.render import LATEX_PACKAGES
+from tests.apt import install_when_missing
 
 #: Debian packages: pdflatex with booktabs, rotating, pdflscape, longtable, graphicx, amsmath (latex-base
 #: and -recommended), siunitx (science); pdftoppm (poppler-utils).
@@ -23,15 +24,12 @@ OVERFULL_TOLERANCE_PT = 3.0
 
 def ensure_texlive() -> str:
     """The path of pdflatex, installing TeX Live with apt-get when missing (CI starts on a fresh machine)."""
-    if shutil.which("pdflatex") and shutil.which("pdftoppm") and _has_siunitx():
-        return shutil.which("pdflatex")
-    env = {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
-    subprocess.run(["apt-get", "update", "-q"], check=True, capture_output=True, env=env, timeout=600)
-    proc = subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *APT_PACKAGES],
-                          capture_output=True, text=True, env=env, timeout=1800)
-    if proc.returncode != 0:
-        raise RuntimeError(f"apt-get install {' '.join(APT_PACKAGES)} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    install_when_missing(_texlive_present, APT_PACKAGES, recommends=False)
     return shutil.which("pdflatex")
+
+
+def _texlive_present() -> bool:
+    return bool(shutil.which("pdflatex") and shutil.which("pdftoppm") and _has_siunitx())
 
 
 def _has_siunitx() -> bool:
