@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -9,7 +11,7 @@ from reappraisal.data.quoting import QUOTE_CHARS
 
 from reappraisal.errors import PipelineInputError
 from reappraisal.evaluation.backends import OpenAIBackend
-from reappraisal.evaluation.cache import ReplyCache, cache_key
+from reappraisal.evaluation.cache import ReplyCache, cache_key, model_fingerprint
 from reappraisal.evaluation.judging import contests_table
 from reappraisal.evaluation.judging import (UnparseableVerdicts, check_parseable, consensus,
                                              judge_contests)
@@ -135,6 +137,23 @@ def test_cache_key_covers_every_part():
     for change in [dict(run=2), dict(order="BA"), dict(model_fingerprint="g")]:
         assert cache_key(sent, **{**base, **change}) != key
     assert cache_key({**sent, "messages": [{"role": "user", "content": "s b a"}]}, **base) != key
+
+
+def test_a_judge_s_fingerprint_follows_its_weights_and_config_not_its_training_s_clock(tmp_path):
+    """The same weights trained twice (another wall-clock time in training_summary.json) keep their cached
+    replies; another weight or config byte asks again."""
+    def judge_folder(name: str, weights: bytes, seconds: float, layers: int = 2) -> str:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(weights)
+        (folder / "config.json").write_text(json.dumps({"num_hidden_layers": layers}))
+        (folder / "training_summary.json").write_text(json.dumps({"train_seconds": seconds}))
+        return str(folder)
+
+    first = model_fingerprint(judge_folder("a", b"\x01" * 64, 4.31))
+    assert model_fingerprint(judge_folder("b", b"\x01" * 64, 3.97)) == first
+    assert model_fingerprint(judge_folder("c", b"\x02" * 64, 4.31)) != first
+    assert model_fingerprint(judge_folder("d", b"\x01" * 64, 4.31, layers=3)) != first
 
 
 def test_what_is_sent_covers_messages_and_decoding_but_not_the_verdict_pattern(tmp_path):

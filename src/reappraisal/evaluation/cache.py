@@ -155,19 +155,25 @@ class ReplyCache:
         self.close()
 
 
+#: What a training writes about itself beside the model (its wall-clock seconds among them), not what the model
+#: computes: left out of the fingerprint, so the same weights trained twice keep their cached replies.
+TRAINING_RECORDS = frozenset({"training_summary.json", "trainer_state.json"})
+
+
 def model_fingerprint(model: str) -> str:
     """A cheap identity of a judge's weights, so a retrained local model never reuses old replies.
 
     For a local directory: sha256 over each weight/config file's name, size and
     first and last MiB (hashing 140 GB of a 70B checkpoint per run would take
-    minutes). For anything else (a hub id, an endpoint's model name): the
-    name itself.
+    minutes), the training's own records (:data:`TRAINING_RECORDS`) left out.
+    For anything else (a hub id, an endpoint's model name): the name itself.
     """
     path = Path(model)
     if not path.is_dir():
         return f"name:{model}"
     digest = hashlib.sha256()
-    for file in sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in {".safetensors", ".bin", ".json"}):
+    files = (p for p in path.rglob("*") if p.is_file() and p.suffix in {".safetensors", ".bin", ".json"})
+    for file in sorted(p for p in files if p.name not in TRAINING_RECORDS):
         size = file.stat().st_size
         digest.update(f"{file.relative_to(path)}:{size}".encode())
         with file.open("rb") as fh:
