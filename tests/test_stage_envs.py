@@ -83,13 +83,33 @@ def check_envs(stages: dict[str, tuple[str | None, dict[str, set[str]]]], envs: 
     return problems
 
 
+#: Rules whose command starts another in a subprocess of its own, in the same environment: the calibration's
+#: world build starts `reappraisal run`, which starts Snakemake (`python -m snakemake`).
+STARTS_IN_A_SUBPROCESS = {"build_world": {"modules": ["reappraisal.run_io"], "runs": {"snakemake"}}}
+
+
+def test_the_world_build_starts_the_run_command_and_the_run_command_snakemake():
+    """What STARTS_IN_A_SUBPROCESS states, read from the code that starts them."""
+    from reappraisal.calibration.world_io import build_command
+    from reappraisal.cli import COMMANDS
+
+    command = build_command(Path("world"), cores=1, profile=None)
+    assert command[1:4] == ["-m", "reappraisal", "run"]
+    assert COMMANDS["run"].split(":")[0] in STARTS_IN_A_SUBPROCESS["build_world"]["modules"]
+    assert '"-m", "snakemake"' in (REPO / "src/reappraisal/run_io.py").read_text()
+
+
 @pytest.fixture(scope="module")
 def inputs():
     src = REPO / "src"
     stages = {}
     for rule, (env, entries) in rule_envs_and_entries().items():
         assert entries, f"rule {rule}: no `python -m reappraisal ...` in its shell command"
-        stages[rule] = (env, external_imports(src, closure(src, entries)))
+        started = STARTS_IN_A_SUBPROCESS.get(rule, {"modules": [], "runs": set()})
+        imports = external_imports(src, closure(src, entries | set(started["modules"])))
+        for module in started["runs"]:
+            imports.setdefault(module, set()).add(f"python -m {module}")
+        stages[rule] = (env, imports)
     envs = {p.name: env_pins(p) for p in sorted((REPO / "envs").glob("*.yaml"))}
     # the CPU lock's pins, and the GPU lock's for the cluster's engines only it pins (vllm)
     lock = {**pins((REPO / "requirements-gpu.lock").read_text().splitlines()),

@@ -24,7 +24,7 @@ rule build_world:
     log:
         "logs/build_world/{world}.log",
     conda:
-        "../../envs/train.yaml"
+        "../../envs/workflow.yaml"
     shell:
         "python -m reappraisal world --world {wildcards.world} --out {params.folder} --cores {threads}"
         " --params {params.cfg:q} 2>&1 | tee {log}"
