@@ -35,19 +35,25 @@ def clone(commit: str, dest: Path) -> Path:
     return dest
 
 
-def set_calibration(root: Path, worlds: int, world_config: dict) -> None:
-    """Set the calibration in the clone's demo preset (its one `calibration:` line; comments stay):
-    ``worlds``, and ``world_config`` merged over the preset's own."""
+def set_calibration(root: Path, worlds: int, world_config: dict, cores_per_world: int | None = None) -> None:
+    """Set the calibration in the clone's demo preset (its `calibration:` entry becomes one line; the other
+    comments stay): ``worlds``, ``cores_per_world`` when given, and ``world_config`` merged over the preset's own
+    (one level deep: a section given here replaces the preset's)."""
     path = root / "config.yaml"
     current = yaml.safe_load(path.read_text())["presets"]["demo"].get("calibration") or {}
     setting = dict(current, worlds=worlds)
+    if cores_per_world:
+        setting["cores_per_world"] = cores_per_world
     if world_config:
         setting["world_config"] = {**(current.get("world_config") or {}), **world_config}
     lines = path.read_text().splitlines(keepends=True)
     at = [i for i, line in enumerate(lines) if line.startswith("    calibration:")]
     if not at:
-        raise SystemExit("config.yaml's demo preset has no `calibration:` line to set")
-    lines[at[0]] = f"    calibration: {json.dumps(setting)}\n"
+        raise SystemExit("config.yaml's demo preset has no `calibration:` entry to set")
+    end = at[0] + 1  # the entry's own lines: deeper than the preset's sections, comments among them
+    while end < len(lines) and (lines[end].startswith("      ") or not lines[end].strip()):
+        end += 1
+    lines[at[0]:end] = [f"    calibration: {json.dumps(setting)}\n"]
     path.write_text("".join(lines))
 
 
@@ -55,14 +61,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worlds", type=int, required=True)
     ap.add_argument("--commit", default="HEAD")
-    ap.add_argument("--world-config", default="{}", help="YAML mapping merged over the preset in every world")
+    ap.add_argument("--world-config", default="{}",
+                    help="YAML mapping: sections replacing those of the demo preset's calibration.world_config")
+    ap.add_argument("--cores-per-world", type=int, default=None, help="calibration.cores_per_world (default: the preset's)")
     ap.add_argument("--keep", type=Path, default=None, help="build in this folder and keep it")
     a = ap.parse_args(argv)
     commit = subprocess.run(["git", "rev-parse", a.commit], cwd=REPO, capture_output=True, text=True,
                             check=True).stdout.strip()
     base = a.keep or Path(tempfile.mkdtemp(prefix="bench_calibration_"))
     root = clone(commit, base / "repo")
-    set_calibration(root, a.worlds, yaml.safe_load(a.world_config) or {})
+    set_calibration(root, a.worlds, yaml.safe_load(a.world_config) or {}, a.cores_per_world)
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     start = time.monotonic()

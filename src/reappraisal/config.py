@@ -14,7 +14,7 @@ import copy
 import functools
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, MutableMapping
 
 import yaml
 
@@ -81,6 +81,7 @@ def validate_config(config: dict[str, Any], schema_path: Path = SCHEMA_PATH) -> 
 
     check_renamed_keys(config)
     check_arm_names(config.get("policy"))
+    drop_disabled_arms(config.get("policy"))
     schema = _load_schema(schema_path)
     validator_cls = _validator_with_defaults(jsonschema.Draft202012Validator)
     errors = sorted(validator_cls(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
@@ -148,6 +149,29 @@ def _short_message(err) -> str:
     return err.message
 
 
+def drop_disabled_arms(policy: Any) -> None:
+    """Remove every arm declared ``enabled: false`` from ``policy`` (in place), and the key from the others.
+
+    An arm turned off is as if it were never declared: nothing trains, evaluates or lists it. This is how a
+    lighter calibration world leaves arms out: ``calibration.world_config`` is merged over the preset, and a
+    merge cannot delete a key."""
+    arms = policy.get("arms") if isinstance(policy, MutableMapping) else None
+    if not isinstance(arms, MutableMapping):
+        return
+    for name in list(arms):
+        spec = arms[name]
+        if not isinstance(spec, MutableMapping) or "enabled" not in spec:
+            continue
+        enabled = spec.pop("enabled")
+        if not isinstance(enabled, bool):
+            raise ConfigError(f"true or false, got {enabled!r}", where=f"config key 'policy.arms.{name}.enabled'")
+        if not enabled:
+            del arms[name]
+    if not arms:
+        raise ConfigError("every arm is turned off (enabled: false); at least one must be kept",
+                          where="config key 'policy.arms'")
+
+
 def _check_semantics(config: Mapping[str, Any]) -> None:
     """Rules a JSON schema cannot express well, with the reason in the message."""
     beta = (config.get("policy") or {}).get("beta")
@@ -188,6 +212,7 @@ def with_defaults(section: str, values: Mapping[str, Any] | None, schema_path: P
     check_arm_names(values if section == "policy" else None)
     sub = {**whole["properties"][section], "$defs": whole.get("$defs", {})}
     out = copy.deepcopy(dict(values or {}))
+    drop_disabled_arms(out if section == "policy" else None)
     validator_cls = _validator_with_defaults(jsonschema.Draft202012Validator)
     errors = sorted(validator_cls(sub).iter_errors(out), key=lambda e: list(e.absolute_path))
     if errors:

@@ -215,6 +215,9 @@ class ArmSettings(Section):
     beta: float | None
     seeds: tuple[int, ...] | None
     external: str | None
+    #: unset on every arm a stage sees: an arm declared ``enabled: false`` is removed from the config, and the
+    #: key from the others, before anything reads it (:func:`reappraisal.config.drop_disabled_arms`)
+    enabled: bool | None
 
 
 @section("policy.format_gate")
