@@ -97,3 +97,20 @@ def test_world_0_would_rebuild_nothing_of_the_demo_build(tmp_path, params, demo_
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", "config.yaml",
                            "world.yaml", "results/summary/claims.json"], cwd=folder, capture_output=True, text=True)
     assert proc.returncode == 0 and "fetch_data" in proc.stdout + proc.stderr
+
+
+def test_an_arm_turned_off_is_as_if_it_were_not_declared():
+    """`enabled: false` (how a world's settings, merged over the preset, leave an arm out) removes the arm before
+    any stage reads the config; the key leaves the arms that stay, so their settings are the same bytes."""
+    plain = load_config(REPO / "config.yaml")
+    off = load_config(REPO / "config.yaml", overrides={"presets": {"demo": {"policy": {"arms": {
+        "grm_only": {"enabled": False}, "beta0": {"enabled": True}}}}}})
+    assert set(plain["policy"]["arms"]) - set(off["policy"]["arms"]) == {"grm_only"}
+    assert off["policy"]["arms"] == {k: v for k, v in plain["policy"]["arms"].items() if k != "grm_only"}
+    with pytest.raises(ConfigError, match="policy.arms.beta0.enabled"):
+        load_config(REPO / "config.yaml", overrides={"presets": {"demo": {"policy": {"arms": {
+            "beta0": {"enabled": "no"}}}}}})
+    every = {name: {"enabled": False} for name in plain["policy"]["arms"]}
+    with pytest.raises(ConfigError, match="every arm is turned off"):
+        load_config(REPO / "config.yaml", overrides={"presets": {"demo": {"policy": {"arms": every}}}})
+
