@@ -6,9 +6,15 @@ clone's demo preset, and times `python -m reappraisal run results/calibration/su
 Prints the wall time, the time per world, and the calibration's tables (``results/calibration/``).
 
     python benchmarks/bench_calibration.py --worlds 1 --keep /tmp/cal1       # one world: the cost of one
-    python benchmarks/bench_calibration.py --worlds 8 --keep /tmp/cal8       # then many, on the same machine
+    python benchmarks/bench_calibration.py --worlds 20 --keep /tmp/cal20     # then many, on the same machine
 
-Run it with nothing else on the machine: every world uses both cores.
+The demo preset's calibration builds lighter worlds, two side by side (``cores_per_world: 1``). ``--world-config``
+replaces whole sections of the preset's ``world_config``; full demo worlds, one at a time on both cores:
+
+    python benchmarks/bench_calibration.py --worlds 8 --cores-per-world 2 \
+        --world-config '{policy: {}, evaluation: {calibration: {accept_weak_judge: true}}}'
+
+Run it with nothing else on the machine: the worlds use both cores.
 """
 
 from __future__ import annotations
