@@ -19,10 +19,10 @@ from tests.workflow_utils import PYTHON, env_with_venv, make_clean_copy
 #: Merged over the preset's calibration world (`calibration.world_config`): the same stages, a few steps each.
 TINY = {
     "reward": {"num_train_epochs": 0.2, "bradley_terry": {"num_train_epochs": 0.2}},
-    "grm": {"sft": {"num_train_epochs": 0.2}, "grpo": {"max_steps": 1, "save_steps": 1}},
-    "policy": {"max_steps": 4, "save_steps": 4, "snapshot_steps": [2], "warm_start": {"max_steps": 10}},
+    "grm": {"sft": {"num_train_epochs": 0.2}, "grpo": {"max_steps": 1, "save_steps": 1}, "eval_max_pairs": 20},
+    "policy": {"max_steps": 2, "save_steps": 2, "snapshot_steps": [1], "warm_start": {"max_steps": 5}},
     "evaluation": {"runs": [1, 2],
-                   "truth": {"answers_per_scenario": 16, "oracle": {"draws_per_scenario": 64, "candidates": 8},
+                   "truth": {"answers_per_scenario": 16, "oracle": {"draws_per_scenario": 64, "candidates": 2},
                              "trajectory": {"answers_per_scenario": 16, "grm_answers_per_scenario": 2}}},
 }
 

@@ -1,8 +1,8 @@
 """On the bundled demo data, with the demo preset's settings, the 3-seed ensemble recovers the planted quality.
 
-Runs the stages' command-line entry points in a temporary folder: data stages
-(fetch -> ingest -> normalize -> split), prepare-base-models,
-train-reward-model for seeds 0, 1, 2, evaluate-reward-models.
+Reads the suite's demo build (``demo_run``: the README's main command in a clean copy), whose reward stages
+ran through their command-line entry points: data stages (fetch -> ingest -> normalize -> split),
+prepare-base-models, train-reward-model for seeds 0, 1, 2, evaluate-reward-models.
 """
 
 from __future__ import annotations
@@ -14,56 +14,18 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from reappraisal.cli import main
-from reappraisal.config import REPO_ROOT, load_config
+from reappraisal.config import load_config
 
 pytestmark = pytest.mark.slow
 
 
-def _params(cfg, *sections):
-    out = {k: cfg[k] for k in sections}
-    out.update(seed=cfg["seed"], preset=cfg["preset"])
-    return json.dumps(out)
-
-
-def _run(*argv):
-    rc = main(list(map(str, argv)))
-    assert rc == 0, argv
-
-
-@pytest.fixture(scope="session")
-def demo_stage_chain(tmp_path_factory):
-    cfg = load_config(overrides={"preset": "demo"})
-    cfg["data"]["bundled_dir"] = str(REPO_ROOT / cfg["data"].get("bundled_dir", "data/demo"))
-    d = tmp_path_factory.mktemp("demo")
-    raw, interim, processed = d / "raw", d / "interim", d / "processed"
-    _run("fetch-data", "--out-dir", raw / "files", "--manifest", raw / "MANIFEST.json", "--params", _params(cfg, "data"))
-    _run("ingest", "--raw-dir", raw / "files", "--out-dir", interim, "--params", _params(cfg, "data"))
-    _run("normalize-ratings", "--ratings", interim / "ratings.parquet", "--out", processed / "ratings_z.parquet",
-         "--summary", d / "normalize.json", "--params", _params(cfg, "data", "normalize"))
-    _run("split-reappraisals", "--ratings-z", processed / "ratings_z.parquet", "--reappraisals", interim / "reappraisals.parquet",
-         "--vignettes", interim / "vignettes.parquet", "--targets", processed / "targets.parquet",
-         "--pairs", processed / "pairs.parquet", "--summary", d / "split.json", "--params", _params(cfg, "data", "split"))
-    base = d / "base_models"
-    models = dict(cfg["base_models"])
-    for role in ("reward", "grm", "policy", "judge"):
-        models[f"{role}_base"] = str(base / role)  # the demo preset's relative paths, under the temp folder
-    cfg["base_models"] = models
-    _run("prepare-base-models", "--out-root", base, "--manifest", base / "MANIFEST.json",
-         "--targets", processed / "targets.parquet", "--vignettes", interim / "vignettes.parquet",
-         "--params", _params(cfg, "base_models"))
-    seeds = cfg["reward"]["seeds"]
-    dirs = [d / "reward" / f"seed{s}" for s in seeds]
-    for s, out in zip(seeds, dirs):
-        _run("train-reward-model", "--base-model", base / "reward", "--base-manifest", base / "MANIFEST.json",
-             "--targets", processed / "targets.parquet", "--vignettes", interim / "vignettes.parquet",
-             "--pairs", processed / "pairs.parquet", "--seed", s, "--out", out,
-             "--params", _params(cfg, "data", "reward"))
-    metrics = d / "reward_models.json"
-    _run("evaluate-reward-models", "--models", *dirs, "--targets", processed / "targets.parquet",
-         "--vignettes", interim / "vignettes.parquet", "--pairs", processed / "pairs.parquet", "--out", metrics,
-         "--params", _params(cfg, "data", "reward"))
-    return dirs, json.loads(metrics.read_text()), d
+@pytest.fixture(scope="module")
+def demo_stage_chain(demo_run):
+    """The demo build's reward seeds, their evaluation and the data folder they were trained from."""
+    seeds = load_config(demo_run / "config.yaml")["reward"]["seeds"]
+    dirs = [demo_run / "results" / "reward" / f"seed{s}" for s in seeds]
+    metrics = json.loads((demo_run / "results" / "reward" / "metrics.json").read_text())
+    return dirs, metrics, demo_run / "data"
 
 
 def _gold_accuracy(folder: Path) -> float:
