@@ -289,6 +289,10 @@ def test_the_claims_ledger_shows_each_claim_s_false_hold_rate_and_power_from_the
     row = htmllib.unescape(row[: row.index("</tr>")])
     # world 0, 2, 4: truth holds, the rule holds in world 0 only (of them); worlds 1, 3, 5: truth fails, holds in 3
     assert "false holds 1/3" in row and "power 1/3" in row and "6 worlds" in row
+    # a claim the worlds never set against a truth (no truth, or its arm not trained there) says so
+    absent = next(c["id"] for c in claims if c["id"] not in ids)
+    row = text[text.index(f'id="claim-{absent}"'):]
+    assert "no truth verdict in any of the 6 worlds" in htmllib.unescape(row[: row.index("</tr>")])
     coverage = text[text.index('id="worlds-coverage"'):]
     assert "0.9500" in coverage[: coverage.index("</table>")]
     calibration.write_text(calibration.read_text() + "\n")  # changed since the command was written: refused
