@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from reappraisal.config import deep_merge
 from tests.workflow_utils import PYTHON, env_with_venv, make_clean_copy
 
 #: Merged over the preset's calibration world (`calibration.world_config`): the same stages, a few steps each.
@@ -27,11 +28,9 @@ TINY = {
 }
 
 
-def _deep_merge(base: dict, over: dict) -> dict:
-    out = dict(base)
-    for key, value in over.items():
-        out[key] = _deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
+def _mtimes(folder: Path) -> dict[Path, int]:
+    """Every output's modification time: the worlds' tables and the calibration's own files."""
+    return {p: p.stat().st_mtime_ns for p in [*folder.rglob("*.parquet"), *folder.glob("*.csv")]}
 
 
 def _run(repo: Path) -> subprocess.CompletedProcess:
@@ -45,7 +44,7 @@ def test_two_tiny_worlds_are_drawn_built_and_summarised_and_a_second_run_rebuild
     config = yaml.safe_load((repo / "config.yaml").read_text())
     calibration = config["presets"]["demo"]["calibration"]
     calibration["worlds"] = 2
-    calibration["world_config"] = _deep_merge(calibration["world_config"], TINY)
+    calibration["world_config"] = deep_merge(calibration["world_config"], TINY)
     (repo / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
     proc = _run(repo)
@@ -88,10 +87,8 @@ def test_two_tiny_worlds_are_drawn_built_and_summarised_and_a_second_run_rebuild
     assert "\\newcommand{\\CalibrationWorlds}{2}" in (out / "numbers.tex").read_text()
 
     # Resumable: run again and nothing is rebuilt.
-    before = {p: p.stat().st_mtime_ns for p in out.rglob("*.parquet")} | {
-        p: p.stat().st_mtime_ns for p in out.glob("*.csv")}
+    before = _mtimes(out)
     again = _run(repo)
     assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
     assert "Nothing to be done" in again.stdout + again.stderr, (again.stdout + again.stderr)[-3000:]
-    assert before == {p: p.stat().st_mtime_ns for p in out.rglob("*.parquet")} | {
-        p: p.stat().st_mtime_ns for p in out.glob("*.csv")}
+    assert before and _mtimes(out) == before

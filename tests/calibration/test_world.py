@@ -113,4 +113,3 @@ def test_an_arm_turned_off_is_as_if_it_were_not_declared():
     every = {name: {"enabled": False} for name in plain["policy"]["arms"]}
     with pytest.raises(ConfigError, match="every arm is turned off"):
         load_config(REPO / "config.yaml", overrides={"presets": {"demo": {"policy": {"arms": every}}}})
-
