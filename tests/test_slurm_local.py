@@ -1,7 +1,8 @@
 """The demo's stages as real SLURM jobs, on the one-node cluster of `scripts/slurm-local.sh`.
 
 The test starts the cluster (installing Debian's slurm-wlm and munge when missing: it needs root), runs the
-data half, one reward seed, the GRM, the warm start, one policy arm and that arm's evaluation answers with
+data half, one reward seed, the Bradley-Terry reward model, the warm start, one policy arm and that arm's
+evaluation answers with
 `--profile workflow/profiles/slurm-local` in a clean copy, and stops the cluster whatever happened. Each rule
 ran as an sbatch job with the profile's resources (the controller's own record of the jobs, kept
 MinJobAge = 2 h without accounting), and every output has the bytes of the same file in the suite's local
@@ -39,13 +40,15 @@ pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 
 SCRIPT = REPO / "scripts" / "slurm-local.sh"
 PROFILE = "workflow/profiles/slurm-local"
-#: The data half, a reward seed, the GRM, one policy arm (the GRM's alone: it needs no other reward seed) and
-#: its evaluation answers (all runs: one job).
-ARM = "grm_only"
-TARGETS = ("results/data/leakage.json", "results/reward/seed0", "results/grm/model", f"results/policy/{ARM}/model",
-           f"results/evaluation/run1/generations/{ARM}.parquet")
+#: The data half, a reward seed, the Bradley-Terry reward model, one policy arm (the v1 recipe's first seed: it needs
+#: neither the GRM, the demo's longest training, nor the other reward seeds) and its evaluation answers (all runs:
+#: one job).
+ARM = "bradley_terry-seed0"
+TARGETS = ("results/data/leakage.json", "results/reward/seed0", "results/reward/bradley_terry",
+           f"results/policy/{ARM}/model", f"results/evaluation/run1/generations/{ARM}.parquet")
 RULES = {"fetch_data", "ingest", "normalize_ratings", "split_reappraisals", "check_leakage", "prepare_base_models",
-         "train_reward_model", "train_grm", "warm_start_policy", "train_policy", "check_ood", "generate_answers"}
+         "train_reward_model", "train_bradley_terry", "warm_start_policy", "train_policy", "check_ood",
+         "generate_answers"}
 
 
 def running(pid: int) -> bool:
@@ -151,7 +154,7 @@ def test_the_demo_s_stages_run_as_slurm_jobs_with_the_local_build_s_bytes(tmp_pa
 
     # The same files of the local demo build (`reappraisal run results/report.html --cores 2`), byte for byte.
     built, local = files_under(repo), files_under(demo_run)
-    assert {f"results/policy/{ARM}/model/model.safetensors", "results/grm/model/model.safetensors",
+    assert {f"results/policy/{ARM}/model/model.safetensors", "results/reward/bradley_terry/model.safetensors",
             f"results/evaluation/run1/generations/{ARM}.parquet"} <= set(built)
     assert sorted(set(built) - set(local)) == []
     assert [path for path in built if built[path] != local[path]] == []
