@@ -73,13 +73,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.demo)
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(1800))
-    # First the tests marked `demo` that ask for the build only after their own work (the SLURM jobs: mostly
-    # waiting for the scheduler's status checks), so that work runs beside the build; then the demo tests (each
-    # file keeping its order): the workers start on the build, the longest single piece of the suite, instead of
-    # meeting it when the other tests are done. Then the other slow tests, so that no long test is the last.
-    def order(item) -> int:
-        if item.get_closest_marker("demo") is None:
-            return 2 if item.get_closest_marker("slow") is not None else 3
-        return 1 if "demo_run" in getattr(item, "fixturenames", ()) else 0
-
-    items[:] = sorted(items, key=order)
+    # The demo tests first (each file keeping its order): the workers start on the build, the longest single
+    # piece of the suite, instead of meeting it when the other tests are done.
+    items[:] = sorted(items, key=lambda item: item.get_closest_marker("demo") is None)

@@ -129,11 +129,7 @@ def test_the_profile_runs_every_gpu_rule_on_cpu():
     assert {rule for rule, res in profile["set-resources"].items() if res.get("gpu") == 0} == gpu_rules()
 
 
-@pytest.mark.demo
-@pytest.mark.timeout(1800)
-def test_the_demo_s_stages_run_as_slurm_jobs_with_the_local_build_s_bytes(tmp_path, cluster, request):
-    """The demo build is asked for only once the jobs are done (tests/conftest.py starts this test first, so its
-    jobs and its waits for the scheduler run beside the build)."""
+def test_the_demo_s_stages_run_as_slurm_jobs_with_the_local_build_s_bytes(tmp_path, cluster, demo_run):
     repo = make_clean_copy(tmp_path / "slurm")
     profile = yaml.safe_load((repo / PROFILE / "config.yaml").read_text())["default-resources"]
 
@@ -157,7 +153,6 @@ def test_the_demo_s_stages_run_as_slurm_jobs_with_the_local_build_s_bytes(tmp_pa
         assert Path(path).name == f"{job}.log" and f"rule {rule}:" in Path(path).read_text()
 
     # The same files of the local demo build (`reappraisal run results/report.html --cores 2`), byte for byte.
-    demo_run = request.getfixturevalue("demo_run")
     built, local = files_under(repo), files_under(demo_run)
     assert {f"results/policy/{ARM}/model/model.safetensors", "results/reward/bradley_terry/model.safetensors",
             f"results/evaluation/run1/generations/{ARM}.parquet"} <= set(built)
