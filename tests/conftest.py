@@ -73,6 +73,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.demo)
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(1800))
-    # The demo tests first (each file keeping its order): the workers start on the build, the longest single
-    # piece of the suite, instead of meeting it when the other tests are done.
+    # The demo tests first (each file keeping its order): in one process (`-n 0`) the build, the longest single
+    # piece of the suite, starts at once instead of when the other tests are done. pytest-xdist (scripts/test.sh)
+    # hands out the files with the most tests first and keeps this order only among files with as many tests;
+    # handing the files out in this order was measured slower there (benchmarks/README.md, "The suite's time").
     items[:] = sorted(items, key=lambda item: item.get_closest_marker("demo") is None)

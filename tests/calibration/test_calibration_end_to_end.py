@@ -38,6 +38,7 @@ def _run(repo: Path) -> subprocess.CompletedProcess:
                            "--no-record"], cwd=repo, capture_output=True, text=True, env=env_with_venv(), timeout=900)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_two_tiny_worlds_are_drawn_built_and_summarised_and_a_second_run_rebuilds_nothing(tmp_path):
     repo = make_clean_copy(tmp_path / "repo")
