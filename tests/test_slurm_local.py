@@ -2,8 +2,7 @@
 
 The test starts the cluster (installing Debian's slurm-wlm and munge when missing: it needs root), runs the
 data half, one reward seed, the Bradley-Terry reward model, the warm start, one policy arm and that arm's
-evaluation answers with
-`--profile workflow/profiles/slurm-local` in a clean copy, and stops the cluster whatever happened. Each rule
+evaluation answers with `--profile workflow/profiles/slurm-local` in a clean copy, and stops the cluster whatever happened. Each rule
 ran as an sbatch job with the profile's resources (the controller's own record of the jobs, kept
 MinJobAge = 2 h without accounting), and every output has the bytes of the same file in the suite's local
 demo build (the weights and tables byte for byte; JSON files and model cards less their wall-clock readings).
