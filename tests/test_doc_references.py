@@ -24,6 +24,7 @@ ELSEWHERE = {
     "my_preset.yaml": "a user's own preset file, in an example",
     "our_lab.yaml": "a user's own preset file, in an example",
     "gpu_bench.md": "written by benchmarks/gpu/bench_gpu.py on a GPU machine",
+    "ruamel.yaml": "the YAML library DVC parses with: a package's name, not a file",
     "dvc.lock": "written by a build's DVC record (`dvc repro`, `python -m reappraisal run`); a user commits it",
 }
 
