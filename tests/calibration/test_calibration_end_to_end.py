@@ -19,8 +19,8 @@ from tests.workflow_utils import PYTHON, env_with_venv, make_clean_copy
 
 #: Merged over the preset's calibration world (`calibration.world_config`): the same stages, a few steps each.
 TINY = {
-    "reward": {"num_train_epochs": 0.2, "bradley_terry": {"num_train_epochs": 0.2}},
-    "grm": {"sft": {"num_train_epochs": 0.2}, "grpo": {"max_steps": 1, "save_steps": 1}, "eval_max_pairs": 20},
+    "reward": {"num_train_epochs": 0.05, "bradley_terry": {"num_train_epochs": 0.05}},
+    "grm": {"sft": {"num_train_epochs": 0.05}, "grpo": {"max_steps": 1, "save_steps": 1}, "eval_max_pairs": 20},
     "policy": {"max_steps": 2, "save_steps": 2, "snapshot_steps": [1], "warm_start": {"max_steps": 5}},
     "evaluation": {"runs": [1, 2],
                    "truth": {"answers_per_scenario": 16, "oracle": {"draws_per_scenario": 64, "candidates": 2},
