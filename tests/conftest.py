@@ -8,6 +8,7 @@ import pytest
 
 import reappraisal  # noqa: F401  (before any test computes: pins torch's CPU numerics)
 from tests.fake_vllm import fake_vllm  # noqa: F401  (the stand-in for vLLM of the tests of its paths)
+from tests.shared_build import build_once
 from tests.workflow_utils import IMPORT_PROBE_ENV, PYTHON, env_with_venv, make_clean_copy, run_snakemake
 
 
@@ -18,11 +19,15 @@ def clean_copy(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def data_pipeline(tmp_path_factory) -> Path:
-    """A clean copy in which Snakemake has run the data half through check_leakage."""
-    repo = make_clean_copy(tmp_path_factory.mktemp("data_pipeline") / "repo")
-    run_snakemake(repo, "--cores", "2", "results/data/leakage.json")
-    return repo
+def data_pipeline(tmp_path_factory, worker_id) -> Path:
+    """A clean copy in which Snakemake has run the data half through check_leakage (one for the suite's
+    workers: tests/shared_build.py). Tests must not change it."""
+    def build(folder: Path) -> Path:
+        repo = make_clean_copy(folder / "repo")
+        run_snakemake(repo, "--cores", "2", "results/data/leakage.json")
+        return repo
+
+    return build_once(tmp_path_factory, worker_id, "data_pipeline", build)
 
 
 @pytest.fixture(scope="session")
@@ -31,25 +36,10 @@ def demo_run(tmp_path_factory, worker_id) -> Path:
     (Snakemake, then the DVC record). Every job prints the package modules it loaded into its log
     (tests/import_probe). Tests must not change it (copy it first: see tests/test_demo_versions.py).
 
-    The suite's workers (pytest-xdist, `scripts/test.sh`) share one build: the first worker to need it builds
-    it under a file lock in their common temporary folder; the others wait for it, or for its failure."""
-    if worker_id == "master":  # one process: the build is this session's own
-        return _build_demo(tmp_path_factory.mktemp("demo") / "repo")
-    from filelock import FileLock
-
-    shared = tmp_path_factory.getbasetemp().parent  # the workers' common folder, fresh for every run
-    built, failed = shared / "demo.built", shared / "demo.failed"
-    with FileLock(str(shared / "demo.lock")):
-        if failed.exists():
-            pytest.fail(f"the demo build failed in another worker: {failed.read_text()}")
-        if not built.exists():
-            try:
-                _build_demo(shared / "demo" / "repo")
-            except BaseException as error:
-                failed.write_text(str(error)[-3000:] or type(error).__name__)
-                raise
-            built.touch()
-    return shared / "demo" / "repo"
+    The suite's workers (pytest-xdist, `scripts/test.sh`) share one build (tests/shared_build.py): the first
+    worker to need it builds it under a file lock in their common temporary folder; the others wait for it,
+    or for its failure."""
+    return build_once(tmp_path_factory, worker_id, "demo", lambda folder: _build_demo(folder / "repo"))
 
 
 def _build_demo(repo: Path) -> Path:

@@ -11,6 +11,8 @@ from reappraisal.base_models.prompts import GRM_SYSTEM_PROMPT, GRM_USER_TEMPLATE
 from reappraisal.policy.committee import FormatGate
 from reappraisal.policy.prompts import SYSTEM_PROMPT, USER_TEMPLATE
 
+from tests.shared_build import build_once
+
 from .fakes import build_tiny_policy, make_targets, make_vignettes
 
 
@@ -30,17 +32,23 @@ def tiny_policy(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def warm_policy(tmp_path_factory, tiny_policy, targets, vignettes) -> Path:
-    """The tiny policy after a short warm-start SFT (well-formed thinking completions)."""
-    from reappraisal.policy.warm_start_io import run_warm_start, warm_start_examples
-    from reappraisal.settings import WarmStartSettings
+def warm_policy(request, tmp_path_factory, worker_id) -> Path:
+    """The tiny policy after a short warm-start SFT (well-formed thinking completions); one for the suite's
+    workers (tests/shared_build.py). Tests must not change it."""
+    def build(folder: Path) -> Path:
+        from reappraisal.policy.warm_start_io import run_warm_start, warm_start_examples
+        from reappraisal.settings import WarmStartSettings
 
-    out = tmp_path_factory.mktemp("policy_warm") / "policy_warm"
-    examples = warm_start_examples(targets, vignettes, seed=0, gate=FormatGate(2, -3.0))
-    settings = WarmStartSettings.from_config({"max_steps": 150, "learning_rate": 3e-3, "per_device_train_batch_size": 16,
-                                              "max_length": 256, "save_steps": 150})
-    run_warm_start(tiny_policy, examples, out, warm_start=settings, seed=0)
-    return out
+        targets, vignettes = request.getfixturevalue("targets"), request.getfixturevalue("vignettes")
+        examples = warm_start_examples(targets, vignettes, seed=0, gate=FormatGate(2, -3.0))
+        settings = WarmStartSettings.from_config({"max_steps": 150, "learning_rate": 3e-3,
+                                                  "per_device_train_batch_size": 16, "max_length": 256,
+                                                  "save_steps": 150})
+        out = folder / "policy_warm"
+        run_warm_start(request.getfixturevalue("tiny_policy"), examples, out, warm_start=settings, seed=0)
+        return out
+
+    return build_once(tmp_path_factory, worker_id, "policy_warm", build)
 
 
 @pytest.fixture(scope="session")
