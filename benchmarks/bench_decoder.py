@@ -13,6 +13,8 @@ The decoders:
 
 * **project**: :func:`reappraisal.batched_generation.generate_token_ids` (what the evaluation and, through
   ``decode_batch``, GRPO run);
+* **project (module calls)**: the same with every decoding step a call of the model, as before
+  :func:`reappraisal.compat.transformers.lean_decoding_step` ran the steps;
 * **generate**: ``model.generate`` on the left-padded batch (``torch.manual_seed(seed)`` first when sampling),
   and the same with ``cache_implementation="static"``;
 * **generate_batch**: transformers' continuous batching, its cache sized for the batch
@@ -20,7 +22,7 @@ The decoders:
   left to itself it sizes the cache from the host's memory and spends seconds filling it: ``--cb-default`` times
   that too, once per shape).
 
-Each decoder runs ``--repeats`` times per shape, sampling with one seed; the table gives the best wall time.
+``--decoders`` picks some of them. Each decoder runs ``--repeats`` times per shape, sampling with one seed; the table gives the best wall time.
 Tokens are checked: greedy decoding once per decoder (every row's new tokens against the project's), and the
 sampled repeats against each other (the same seed twice) and against the project's.
 
@@ -45,6 +47,15 @@ def project(model, tokenizer, prompts, *, max_new_tokens, temperature, top_p, se
     out = generate_token_ids(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size,
                              temperature=temperature, top_p=top_p, seed=seed)
     return [g.ids for g in out]
+
+
+def project_module_calls(model, tokenizer, prompts, **decoding):
+    from unittest import mock
+
+    from reappraisal import batched_generation
+
+    with mock.patch.object(batched_generation, "lean_decoding_step", lambda model: None):
+        return project(model, tokenizer, prompts, **decoding)
 
 
 def _cut(row, stop):
@@ -106,7 +117,7 @@ def continuous_batching_default(*args, **kwargs):
     return continuous_batching(*args, **kwargs, sized=False)
 
 
-DECODERS = {"project": project, "generate": hf_generate, "generate, static cache": hf_generate_static,
+DECODERS = {"project": project, "project (module calls)": project_module_calls, "generate": hf_generate, "generate, static cache": hf_generate_static,
             "generate_batch": continuous_batching}
 
 
@@ -143,6 +154,8 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="results/policy/warm_start")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--shapes", default="eval-256,truth-256,grpo-8,grpo-32")
+    ap.add_argument("--decoders", nargs="+", choices=list(DECODERS), default=list(DECODERS),
+                    help="the decoders to time (project always among them: the others are compared with it)")
     ap.add_argument("--cb-default", action="store_true", help="also time generate_batch with its own cache sizing")
     ap.add_argument("--out", type=Path, default=Path("/tmp/bench_decoder.json"))
     args = ap.parse_args(argv)
@@ -151,7 +164,7 @@ def main(argv=None) -> int:
     vignettes = read_table(args.root / "data/interim/vignettes.parquet")
     scenarios = [str(t) for t in vignettes["text"]]
     train = [str(t) for t in vignettes.loc[vignettes["pool"] == "train", "text"]]
-    decoders = dict(DECODERS)
+    decoders = {name: decode for name, decode in DECODERS.items() if name == "project" or name in args.decoders}
     if args.cb_default:
         decoders["generate_batch, default cache sizing"] = continuous_batching_default
     # one model per decoder: continuous batching switches the model it runs to its own attention

@@ -15,7 +15,10 @@ demo batch's mean is about half its longest), so that halves the decoding work;
 every row's tokens are those
 ``generate`` gives (a test compares the two, greedy and sampled). Its KV cache writes into reserved positions
 and its steps hand the model a prebuilt attention mask (:func:`~reappraisal.compat.transformers.reserved_cache`,
-:func:`~reappraisal.compat.transformers.decoding_step_mask`: seams into transformers' cache and masks). A prompt
+:func:`~reappraisal.compat.transformers.decoding_step_mask`: seams into transformers' cache and masks). A plain
+Qwen3 model's steps run as its own torch operations without its module calls
+(:func:`~reappraisal.compat.transformers.lean_decoding_step`: the same bytes; a width-64 policy's step over 8 rows
+0.83 ms instead of 1.03 ms). A prompt
 that stands in a batch several times (sampled answers to one scenario) is read
 once and its cache copied to its rows (:func:`distinct_prompts`). Prompts that share a long prefix (a
 judge's instruction and scenario, before the two answers) are read in two passes: each shared prefix once,
@@ -39,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .compat.transformers import decoding_step_mask, reserved_cache
+from .compat.transformers import decoding_step_mask, lean_decoding_step, reserved_cache
 
 
 @dataclass(frozen=True)
@@ -298,11 +301,15 @@ def _decode(model, input_ids, attention_mask, *, max_new_tokens, stop, processor
     live = torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
     logits, mask = prefill(model, input_ids, attention_mask, cache, **last_only)
     step_mask = decoding_step_mask(model)
+    lean = lean_decoding_step(model)
     for step in range(int(max_new_tokens)):
         if step > 0:
             positions = mask.long().sum(dim=-1, keepdim=True) - 1
-            logits = model(input_ids=step_input, attention_mask=step_mask(mask), position_ids=positions,
-                           past_key_values=cache, use_cache=True).logits[:, -1, :]
+            if lean is not None:
+                logits = lean(step_input, step_mask(mask), positions, cache)
+            else:
+                logits = model(input_ids=step_input, attention_mask=step_mask(mask), position_ids=positions,
+                               past_key_values=cache, use_cache=True).logits[:, -1, :]
         if processors is not None and rows_of_batch is not None:
             rows_of_batch.rows = rows
         tokens = next_tokens(processors, step_input, logits.float())

@@ -11,7 +11,7 @@ from transformers import DynamicCache, Qwen3Config, Qwen3ForCausalLM
 from transformers.cache_utils import DynamicLayer
 from transformers.integrations import DVCLiveCallback
 
-from reappraisal.compat.transformers import decoding_step_mask, dvclive_callback, reserved_cache
+from reappraisal.compat.transformers import decoding_step_mask, dvclive_callback, lean_decoding_step, reserved_cache
 
 
 def _parameters(function) -> list[str]:
@@ -82,6 +82,98 @@ def test_a_model_names_its_attention_kernel_where_the_mask_is_chosen(tiny_model)
     assert set(tiny_model.config.layer_types) == {"full_attention"} and not tiny_model.config.sliding_window
     mask = torch.tensor([[0, 1, 1], [1, 1, 1]])
     assert decoding_step_mask(tiny_model)(mask).shape == (2, 1, 1, 3)
+
+
+# -- The decoding step without module calls ----------------------------------------------------------------------
+
+
+def _steps_both_ways(model, input_ids, attention_mask, steps: int, drop_at: int, prebuilt: bool):
+    """Greedy decoding from one prefill, each step through the model and through the lean step on two caches:
+    the two logits of every step; at ``drop_at`` the first row leaves both caches (as finished rows do). The
+    steps get the decoding loop's prebuilt mask or the plain 2D padding mask."""
+    lean = lean_decoding_step(model)
+    step_mask = decoding_step_mask(model) if prebuilt else (lambda mask: mask)
+    assert lean is not None
+    caches = [reserved_cache(model, steps), reserved_cache(model, steps)]
+    positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+    with torch.inference_mode():
+        first = [model(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions, past_key_values=c,
+                       use_cache=True, logits_to_keep=1).logits[:, -1, :] for c in caches]
+        assert torch.equal(first[0], first[1])
+        logits, mask, pairs = first[0], attention_mask, []
+        for step in range(steps):
+            if step == drop_at:
+                keep = torch.arange(1, logits.shape[0])
+                for cache in caches:
+                    cache.batch_select_indices(keep)
+                logits, mask = logits[keep], mask[keep]
+            tokens = logits.argmax(-1)[:, None]
+            mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
+            at = mask.sum(-1, keepdim=True) - 1
+            through_model = model(input_ids=tokens, attention_mask=step_mask(mask), position_ids=at,
+                                  past_key_values=caches[0], use_cache=True).logits[:, -1, :]
+            through_lean = lean(tokens, step_mask(mask), at, caches[1])
+            pairs.append((through_model, through_lean))
+            logits = through_model
+    return pairs
+
+
+@pytest.mark.parametrize("prebuilt", [True, False])
+@pytest.mark.parametrize("padded", [True, False])
+def test_the_lean_step_gives_the_models_logits_byte_for_byte_at_every_step(tiny_model, padded, prebuilt):
+    """Grouped-query attention, left padding or none, the decoding loop's prebuilt mask or a 2D one, a row leaving
+    mid-way: every step's logits are the model's bytes."""
+    generator = torch.Generator().manual_seed(1)
+    ids = torch.randint(3, 32, (4, 9), generator=generator)
+    mask = torch.ones_like(ids)
+    if padded:
+        mask[1, :3] = mask[3, :5] = 0
+    pairs = _steps_both_ways(tiny_model, ids, mask, steps=12, drop_at=5, prebuilt=prebuilt)
+    assert all(torch.equal(a, b) for a, b in pairs) and pairs[0][0].shape == (4, 32) and pairs[-1][0].shape == (3, 32)
+
+
+def test_the_lean_step_is_offered_only_for_a_plain_qwen3_model(tiny_model):
+    """A subclass, a hook, another attention kernel, sliding windows or attention dropout while training: the
+    caller calls the model."""
+    config = tiny_model.config
+    assert lean_decoding_step(tiny_model) is not None
+
+    class Wrapped(Qwen3ForCausalLM):
+        pass
+
+    assert lean_decoding_step(Wrapped(config)) is None
+    hooked = Qwen3ForCausalLM(config).eval()
+    handle = hooked.model.layers[0].mlp.register_forward_hook(lambda module, args, out: out)
+    assert lean_decoding_step(hooked) is None
+    handle.remove()
+    assert lean_decoding_step(hooked) is not None
+    eager = Qwen3ForCausalLM(Qwen3Config(**{**config.to_dict(), "attn_implementation": "eager"}))
+    assert eager.config._attn_implementation == "eager" and lean_decoding_step(eager) is None
+    sliding = Qwen3ForCausalLM(Qwen3Config(**{**config.to_dict(), "use_sliding_window": True, "sliding_window": 4,
+                                              "max_window_layers": 0,
+                                              "layer_types": ["sliding_attention", "sliding_attention"]}))
+    assert lean_decoding_step(sliding) is None
+    dropout = Qwen3ForCausalLM(Qwen3Config(**{**config.to_dict(), "attention_dropout": 0.1}))
+    assert lean_decoding_step(dropout.train()) is None and lean_decoding_step(dropout.eval()) is not None
+
+
+def test_the_functions_the_lean_step_calls_keep_their_interfaces():
+    """The lean step calls transformers' own rotary embedding, SDPA wrapper and cache update with these
+    arguments; the model's attention calls the same SDPA wrapper for ``sdpa``."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+    from transformers.models.qwen3 import modeling_qwen3
+
+    assert ALL_ATTENTION_FUNCTIONS["sdpa"] is sdpa_attention_forward
+    assert _parameters(sdpa_attention_forward)[:7] == [
+        "POSITIONAL_OR_KEYWORD:module", "POSITIONAL_OR_KEYWORD:query", "POSITIONAL_OR_KEYWORD:key",
+        "POSITIONAL_OR_KEYWORD:value", "POSITIONAL_OR_KEYWORD:attention_mask", "POSITIONAL_OR_KEYWORD:dropout",
+        "POSITIONAL_OR_KEYWORD:scaling"]
+    assert _parameters(inspect.unwrap(modeling_qwen3.apply_rotary_pos_emb))[:4] == [
+        "POSITIONAL_OR_KEYWORD:q", "POSITIONAL_OR_KEYWORD:k", "POSITIONAL_OR_KEYWORD:cos", "POSITIONAL_OR_KEYWORD:sin"]
+    assert _parameters(DynamicCache.update)[:4] == [
+        "POSITIONAL_OR_KEYWORD:self", "POSITIONAL_OR_KEYWORD:key_states", "POSITIONAL_OR_KEYWORD:value_states",
+        "POSITIONAL_OR_KEYWORD:layer_idx"]
 
 
 # -- The DVCLive reporter ----------------------------------------------------------------------------------------

@@ -5,6 +5,8 @@
   a ``DynamicCache``'s ``layers`` swapped.
 - The decoding step's attention mask (:func:`decoding_step_mask`): ``config._attn_implementation`` read, the
   mask transformers builds for SDPA built beforehand.
+- The decoding step without the module calls (:func:`lean_decoding_step`): a ``Qwen3ForCausalLM``'s forward
+  rerun as its own torch operations on its own weights, with transformers' rotary, cache and SDPA functions.
 - The DVCLive reporter (:func:`dvclive_callback`): ``DVCLiveCallback._initialized`` read.
 
 transformers is imported where a seam uses it, not with this module. ``tests/compat/test_transformers.py``
@@ -92,6 +94,104 @@ def decoding_step_mask(model) -> Callable:
     if getattr(config, "_attn_implementation", None) != "sdpa" or not full or getattr(config, "sliding_window", None):
         return lambda mask: mask
     return lambda mask: mask if bool(mask.all()) else mask.bool()[:, None, None, :]
+
+
+def lean_decoding_step(model) -> Callable | None:
+    """``step(input_ids, attention_mask, position_ids, cache) -> logits`` of the last position, ``(rows, vocab)``:
+    what ``model(input_ids=..., attention_mask=..., position_ids=..., past_key_values=cache, use_cache=True,
+    logits_to_keep=1).logits[:, -1, :]`` returns, byte for byte, for a decoding step (one new position per row,
+    the mask 2D over the whole cache or 4D as :func:`~reappraisal.compat.transformers.decoding_step_mask` builds
+    it, or 2D); ``None`` where the model is not the plain case below, and the caller calls the model.
+
+    A decoding step of a tiny model is mostly Python: ``Qwen3ForCausalLM.__call__`` goes through transformers'
+    output-capturing and config-merging wrappers, a causal-mask builder, and about 40 module calls per layer, each
+    with its hooks' bookkeeping; the arithmetic of a width-64 policy's step over 8 rows was about a fifth of its
+    1.1 ms. :func:`lean_decoding_step` returns a function that runs the same step as the same torch operations on
+    the same tensors in the same order (the same kernels, so the same bytes: a test compares the logits with the
+    model's at every step, padded and unpadded, greedy decoding over many steps) and skips the rest. It is offered
+    only where that holds: a plain ``Qwen3ForCausalLM`` (no subclass, no hooks) with SDPA over full attention, the
+    default rotary embedding and no attention dropout in play; anything else gets ``None`` and the caller calls the
+    model.
+
+    Relies on (transformers 5.23.0), all read from ``transformers.models.qwen3.modeling_qwen3``:
+    ``Qwen3ForCausalLM.forward`` is ``lm_head(model(...).last_hidden_state[:, -logits_to_keep:])``;
+    ``Qwen3Model.forward`` embeds the ids (``embed_tokens``), takes ``rotary_emb(hidden, position_ids)``, hands a 4D
+    mask to every layer as it is (``masking_utils``: a 4D mask is returned as is; a one-query step over an unpadded
+    cache gets no mask), runs ``layers`` and ``norm``; ``Qwen3DecoderLayer.forward`` is
+    ``h + self_attn(input_layernorm(h))`` then ``h + mlp(post_attention_layernorm(h))``; ``Qwen3Attention.forward``
+    is ``q_norm(q_proj(x).view(..., -1, head_dim)).transpose(1, 2)`` (and ``k``; ``v`` without norm),
+    ``apply_rotary_pos_emb(q, k, cos, sin)``, ``past_key_values.update(k, v, layer_idx)``, the attention interface of
+    ``config._attn_implementation`` called with ``dropout=0.0`` (outside training), ``scaling`` and
+    ``sliding_window``, then ``o_proj`` of the output reshaped to ``(*input_shape, -1)``; ``Qwen3RMSNorm.forward``
+    is ``weight * (x.float() * rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)).to(dtype)``;
+    ``Qwen3MLP.forward`` is ``down_proj(act_fn(gate_proj(x)) * up_proj(x))``."""
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    from transformers.models.qwen3 import modeling_qwen3 as qwen3
+
+    if type(model) is not qwen3.Qwen3ForCausalLM:
+        return None
+    config = model.config
+    kinds = getattr(config, "layer_types", None) or ["full_attention"]
+    inner = model.model
+    full = all(kind == "full_attention" for kind in kinds) and not getattr(config, "sliding_window", None)
+    if config._attn_implementation != "sdpa" or not full:
+        return None
+    if getattr(inner.rotary_emb, "rope_type", None) != "default" or len(inner.layers) != config.num_hidden_layers:
+        return None
+    if model.training and config.attention_dropout:
+        return None
+    hooks = torch.nn.modules.module
+    if hooks._global_forward_hooks or hooks._global_forward_pre_hooks or any(
+            m._forward_hooks or m._forward_pre_hooks or hasattr(m, "_hf_hook") for m in model.modules()):
+        return None
+
+    linear, embedding = torch.nn.functional.linear, torch.nn.functional.embedding
+    rotary = qwen3.apply_rotary_pos_emb
+
+    def norm(x, weight, eps):
+        dtype = x.dtype
+        x = x.to(torch.float32)
+        variance = x.pow(2).mean(-1, keepdim=True)
+        x = x * torch.rsqrt(variance + eps)
+        return weight * x.to(dtype)
+
+    def weights(norm_module):
+        return norm_module.weight, norm_module.variance_epsilon
+
+    # The tensors themselves, looked up once (an optimizer updates them in place): a module's attribute lookup
+    # costs about as much as a small operation here.
+    layers = [(i, attn, weights(layer.input_layernorm), weights(layer.post_attention_layernorm),
+               weights(attn.q_norm), weights(attn.k_norm), attn.head_dim, attn.scaling,
+               (attn.q_proj.weight, attn.q_proj.bias), (attn.k_proj.weight, attn.k_proj.bias),
+               (attn.v_proj.weight, attn.v_proj.bias), (attn.o_proj.weight, attn.o_proj.bias), layer.mlp.act_fn,
+               layer.mlp.gate_proj.weight, layer.mlp.up_proj.weight, layer.mlp.down_proj.weight)
+              for i, layer in enumerate(inner.layers) for attn in [layer.self_attn]]
+    embed, padding_idx, rotary_emb = inner.embed_tokens.weight, inner.embed_tokens.padding_idx, inner.rotary_emb
+    final_norm, head = weights(inner.norm), (model.lm_head.weight, model.lm_head.bias)
+
+    def step(input_ids, attention_mask, position_ids, cache):
+        mask = attention_mask
+        if mask is not None and mask.dim() == 2:  # what transformers makes of it for one query over the cache
+            mask = None if bool(mask.all()) else mask.bool()[:, None, None, :]
+        hidden = embedding(input_ids, embed, padding_idx)
+        cos, sin = rotary_emb(hidden, position_ids)
+        for i, attn, in_norm, post_norm, q_norm, k_norm, head_dim, scaling, q_w, k_w, v_w, o_w, act, gate, up, down in layers:
+            x = norm(hidden, *in_norm)
+            shape = (*x.shape[:-1], -1, head_dim)
+            q = norm(linear(x, *q_w).view(shape), *q_norm).transpose(1, 2)
+            k = norm(linear(x, *k_w).view(shape), *k_norm).transpose(1, 2)
+            v = linear(x, *v_w).view(shape).transpose(1, 2)
+            q, k = rotary(q, k, cos, sin)
+            k, v = cache.update(k, v, i)
+            out, _ = sdpa_attention_forward(attn, q, k, v, mask, dropout=0.0, scaling=scaling, sliding_window=None)
+            hidden = hidden + linear(out.reshape(*x.shape[:-1], -1).contiguous(), *o_w)
+            x = norm(hidden, *post_norm)
+            hidden = hidden + linear(act(linear(x, gate)) * linear(x, up), down)
+        hidden = norm(hidden, *final_norm)
+        return linear(hidden[:, -1:, :], *head)[:, -1, :]
+
+    return step
 
 
 def dvclive_callback(open_live: Callable[[], Any]):
