@@ -77,8 +77,7 @@ def main(argv=None) -> int:
     base = a.keep or Path(tempfile.mkdtemp(prefix="bench_calibration_"))
     root = clone(commit, base / "repo")
     set_calibration(root, a.worlds, yaml.safe_load(a.world_config) or {}, a.cores_per_world)
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
+    env = dict(os.environ, PYTHONPATH=str(root / "src"))  # the package of that commit, not the .venv's editable one
     start = time.monotonic()
     proc = subprocess.run([str(root / ".venv" / "bin" / "python"), "-m", "reappraisal", "run",
                            "results/calibration/summary.csv", "--cores", "2", "--no-record"], cwd=root, env=env)
