@@ -13,8 +13,8 @@ The decoders:
 
 * **project**: :func:`reappraisal.batched_generation.generate_token_ids` (what the evaluation and, through
   ``decode_batch``, GRPO run);
-* **project (module calls)**: the same with every decoding step a call of the model, as before
-  :func:`reappraisal.compat.transformers.lean_decoding_step` ran the steps;
+* **project (module calls)**: the same with the model called at every decoding step, instead of
+  :func:`reappraisal.compat.transformers.lean_decoding_step`;
 * **generate**: ``model.generate`` on the left-padded batch (``torch.manual_seed(seed)`` first when sampling),
   and the same with ``cache_implementation="static"``;
 * **generate_batch**: transformers' continuous batching, its cache sized for the batch
@@ -22,7 +22,8 @@ The decoders:
   left to itself it sizes the cache from the host's memory and spends seconds filling it: ``--cb-default`` times
   that too, once per shape).
 
-``--decoders`` picks some of them. Each decoder runs ``--repeats`` times per shape, sampling with one seed; the table gives the best wall time.
+``--decoders`` picks some of them. Each decoder runs ``--repeats`` times per shape, sampling with one seed; the
+table gives the best wall time.
 Tokens are checked: greedy decoding once per decoder (every row's new tokens against the project's), and the
 sampled repeats against each other (the same seed twice) and against the project's.
 
@@ -117,8 +118,8 @@ def continuous_batching_default(*args, **kwargs):
     return continuous_batching(*args, **kwargs, sized=False)
 
 
-DECODERS = {"project": project, "project (module calls)": project_module_calls, "generate": hf_generate, "generate, static cache": hf_generate_static,
-            "generate_batch": continuous_batching}
+DECODERS = {"project": project, "project (module calls)": project_module_calls, "generate": hf_generate,
+            "generate, static cache": hf_generate_static, "generate_batch": continuous_batching}
 
 
 def shapes(settings, scenarios: list[str], train: list[str]) -> dict[str, dict]:

@@ -17,8 +17,8 @@ every row's tokens are those
 and its steps hand the model a prebuilt attention mask (:func:`~reappraisal.compat.transformers.reserved_cache`,
 :func:`~reappraisal.compat.transformers.decoding_step_mask`: seams into transformers' cache and masks). A plain
 Qwen3 model's steps run as its own torch operations without its module calls
-(:func:`~reappraisal.compat.transformers.lean_decoding_step`: the same bytes; a width-64 policy's step over 8 rows
-0.83 ms instead of 1.03 ms). A prompt
+(:func:`~reappraisal.compat.transformers.lean_decoding_step`: the same bytes, about a quarter less time at GRPO's
+shapes; ``benchmarks/README.md``, "The decoder"). A prompt
 that stands in a batch several times (sampled answers to one scenario) is read
 once and its cache copied to its rows (:func:`distinct_prompts`). Prompts that share a long prefix (a
 judge's instruction and scenario, before the two answers) are read in two passes: each shared prefix once,

@@ -99,9 +99,9 @@ def decoding_step_mask(model) -> Callable:
 def lean_decoding_step(model) -> Callable | None:
     """``step(input_ids, attention_mask, position_ids, cache) -> logits`` of the last position, ``(rows, vocab)``:
     what ``model(input_ids=..., attention_mask=..., position_ids=..., past_key_values=cache, use_cache=True,
-    logits_to_keep=1).logits[:, -1, :]`` returns, byte for byte, for a decoding step (one new position per row,
-    the mask 2D over the whole cache or 4D as :func:`~reappraisal.compat.transformers.decoding_step_mask` builds
-    it, or 2D); ``None`` where the model is not the plain case below, and the caller calls the model.
+    logits_to_keep=1).logits[:, -1, :]`` returns, byte for byte, for a decoding step (one new position per row;
+    the mask 2D over the whole cache, or 4D as :func:`decoding_step_mask` builds it); ``None`` where the model
+    is not the plain case below, and the caller calls the model.
 
     A decoding step of a tiny model is mostly Python: ``Qwen3ForCausalLM.__call__`` goes through transformers'
     output-capturing and config-merging wrappers, a causal-mask builder, and about 40 module calls per layer, each
