@@ -12,7 +12,8 @@ from pathlib import Path
 def cli_main(argv):
     if argv[0] == "where":
         print(json.dumps({"cwd": os.getcwd(), "probe": os.environ.get("PROBE"),
-                          "server": os.environ.get("REAPPRAISAL_JOB_SERVER"), "pid": os.getpid(),
+                          "server": os.environ.get("REAPPRAISAL_JOB_SERVER"),
+                          "forked_by": os.environ.get("REAPPRAISAL_FORKED_BY"), "pid": os.getpid(),
                           "argv": sys.argv[1:]}), flush=True)
         return 3
     Path(argv[1]).write_text(str(os.getpid()))  # "wait": until a signal ends it

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "reappraisal"
 
 #: Top-level modules and packages of the core layer, usable by every stage.
 CORE = {"errors", "atomic", "table_contracts", "numerics", "config", "settings", "config_reference", "generated_files", "params", "input_tables", "json_values", "training", "batched_generation", "profiling", "sentences", "workflow_dvc",
-        "import_closure", "stats", "file_hashes", "http_retry", "markdown_templates", "provenance", "compat"}
+        "import_closure", "job_env", "stats", "file_hashes", "http_retry", "markdown_templates", "provenance", "compat"}
 LAYERS = ["core", "data", "base_models", "reward", "grm", "policy", "evaluation", "confirm", "summary", "calibration",
           "report",
           "dispatcher"]

@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from reappraisal.job_client import SERVER_ENV, delegate
+from reappraisal.job_client import delegate
+from reappraisal.job_env import FORKED_BY_ENV, SERVER_ENV, with_runs_server
 from reappraisal.job_server import Server
+from reappraisal.run_io import serving
 
 PYTHON = sys.executable
 
@@ -86,6 +88,7 @@ def test_the_command_runs_in_the_jobs_folder_environment_and_streams_with_its_st
     seen = json.loads(out)
     assert seen["cwd"] == str(tmp_path) and seen["probe"] == "yes" and seen["argv"] == ["probe", "where", "--flag"]
     assert seen["server"] is None  # the command's own subprocesses start fresh interpreters
+    assert seen["forked_by"] == address  # unless it passes the server on (a calibration world's build)
     assert seen["pid"] not in (job.pid, server_pid)  # a fork of its own
 
 
@@ -144,3 +147,23 @@ def test_a_run_does_not_wait_for_the_server_and_its_later_jobs_are_forked(tmp_pa
         forked = command("gold", "--scenario", "v01", "Maybe they were tired.", env=env)
     assert forked.returncode == 0 and "Maybe they were tired" in forked.stdout
     assert "gold --scenario" in log.read_text()  # the server's log names each job it forked
+
+
+def test_a_run_started_by_a_job_of_a_run_hands_its_jobs_to_that_runs_server(tmp_path, monkeypatch):
+    """A calibration world's build (`reappraisal world`, a job of the calibration's run) starts no server of its
+    own: its jobs are forks of the run's, which imported the libraries once for every world."""
+    forked_job = {"PATH": "/bin", FORKED_BY_ENV: "the-runs-server"}  # as the server forks `reappraisal world`
+    alone_job = {"PATH": "/bin", SERVER_ENV: "the-runs-server"}  # as it runs before the server listens
+    assert with_runs_server(forked_job)[SERVER_ENV] == with_runs_server(alone_job)[SERVER_ENV] == "the-runs-server"
+    assert SERVER_ENV not in with_runs_server({"PATH": "/bin"})  # no run around it: the build starts its own
+
+    (tmp_path / ".snakemake").mkdir()
+    monkeypatch.setenv(SERVER_ENV, "the-runs-server")
+    with serving(tmp_path, job_server=True) as env:
+        assert env[SERVER_ENV] == "the-runs-server"
+    assert not (tmp_path / ".snakemake" / "job-server.log").exists()  # no server started
+    monkeypatch.delenv(SERVER_ENV)
+    with serving(tmp_path, job_server=True) as env:
+        assert env[SERVER_ENV].startswith("reappraisal-job-server-")  # a run of its own starts one
+    with serving(tmp_path, job_server=False) as env:
+        assert env is None

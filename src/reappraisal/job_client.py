@@ -16,8 +16,8 @@ import socket
 import sys
 from typing import Sequence
 
-#: Set by ``reappraisal run`` for its jobs: the name of the server's socket.
-SERVER_ENV = "REAPPRAISAL_JOB_SERVER"
+from .job_env import SERVER_ENV
+
 #: Commands that never go through the server (``run`` starts it).
 NOT_FORKED = frozenset({"run"})
 _MAX_MESSAGE = 1 << 20

@@ -15,6 +15,10 @@ every command seeds its own random state, so the outputs are the same bytes.
 Without a server (Snakemake called directly, a cluster executor, the variable unset) or when the server
 cannot be reached before the command starts, the command runs in its own process as before. The server
 stops with the ``run`` that started it; a child running then goes on until its job is done.
+
+A ``run`` started by one of its jobs (a calibration world's build, ``reappraisal world``) starts no server of
+its own: the job passes the address on (:mod:`reappraisal.job_env`) and the world's jobs are
+forks of the same server, which imported the libraries once for every world.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ import traceback
 from typing import Sequence
 
 from .cli import main as cli_main
-from .job_client import SERVER_ENV, receive, send
+from .job_client import receive, send
+from .job_env import FORKED_BY_ENV, SERVER_ENV
 #: The libraries the server imports before it accepts a job (what almost every command imports).
 PRELOAD = (
     "numpy", "pandas", "pyarrow.parquet", "scipy.stats", "yaml", "jsonschema", "torch", "transformers",
@@ -58,6 +63,8 @@ def _run_job(conn: socket.socket) -> int:
         os.close(fd)
     os.chdir(request["cwd"])
     env = {k: v for k, v in request["env"].items() if k != SERVER_ENV}  # a job's own subprocesses start fresh
+    if request["env"].get(SERVER_ENV):  # unless it passes the server on (a calibration world's build)
+        env[FORKED_BY_ENV] = request["env"][SERVER_ENV]
     os.environ.clear()
     os.environ.update(env)
     _fresh_streams(env)

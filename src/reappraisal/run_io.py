@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from .errors import PipelineInputError
+from .job_env import SERVER_ENV
 from .job_server import Server
 from .provenance.dvc_state import is_dvc_repository, record, stages_with_changed_sources
 from .provenance.missing_outputs import unplanned_missing
@@ -137,6 +138,17 @@ def stage_rules(root: Path, stages: Sequence[str]) -> list[str]:
     return rules
 
 
+def serving(root: Path, job_server: bool):
+    """The environment of the run's Snakemake (a context): one naming a new warm server (:mod:`reappraisal.job_server`),
+    the caller's when it already names one (a calibration world's build, started by a job of a run whose server
+    then forks the world's jobs too), or None without a server."""
+    if not job_server:
+        return nullcontext(None)
+    if os.environ.get(SERVER_ENV):
+        return nullcontext(dict(os.environ))
+    return Server(root / JOB_SERVER_LOG)
+
+
 def run(root: Path, targets: Sequence[str], *, cores: str, extra: Sequence[str] = (), record_after: bool = True,
         job_server: bool = True) -> int:
     with run_lock(root):
@@ -159,7 +171,7 @@ def run(root: Path, targets: Sequence[str], *, cores: str, extra: Sequence[str] 
             shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
             print(f"missing from the workspace: rebuilding {shown} and what depends on them", flush=True)
         force = ["--forcerun", *forced, *missing] if forced or missing else []
-        with Server(root / JOB_SERVER_LOG) if job_server else nullcontext(None) as env:
+        with serving(root, job_server) as env:
             code = snakemake(root, *force, *build, env=env)
         if code != 0 or not record_after or BUILDS_NOTHING & set(extra):
             return code

@@ -65,6 +65,10 @@ def test_two_tiny_worlds_are_drawn_built_and_summarised_and_a_second_run_rebuild
         assert sorted(p.name for p in (folder / "results" / "policy").iterdir() if (p / "model").exists()) == \
             ["bradley_terry", "committee", "rm_only"]
 
+    # The worlds' jobs are forks of the calibration run's warm job server: no world started one of its own.
+    assert not [folder for folder in worlds.values() if (folder / ".snakemake" / "job-server.log").exists()]
+    assert "train-grm" in (repo / ".snakemake" / "job-server.log").read_text()
+
     # The summary counts every interval of both worlds' tables against its truth, once.
     truths = [pd.read_csv(folder / "results" / "summary" / "tables" / "truth.csv") for folder in worlds.values()]
     assert all(len(t) for t in truths)

@@ -11,7 +11,8 @@ from transformers import DynamicCache, Qwen3Config, Qwen3ForCausalLM
 from transformers.cache_utils import DynamicLayer
 from transformers.integrations import DVCLiveCallback
 
-from reappraisal.compat.transformers import decoding_step_mask, dvclive_callback, lean_decoding_step, reserved_cache
+from reappraisal.compat.transformers import (attention_kernel, cache_of_rows, decoding_step_mask, dvclive_callback,
+                                             lean_decoding_step, prefix_keys_and_values, reserved_cache)
 
 
 def _parameters(function) -> list[str]:
@@ -82,6 +83,42 @@ def test_a_model_names_its_attention_kernel_where_the_mask_is_chosen(tiny_model)
     assert set(tiny_model.config.layer_types) == {"full_attention"} and not tiny_model.config.sliding_window
     mask = torch.tensor([[0, 1, 1], [1, 1, 1]])
     assert decoding_step_mask(tiny_model)(mask).shape == (2, 1, 1, 3)
+
+
+# -- A training batch's shared prefix ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("padded", [False, True], ids=["equal-rows", "right-padded"])
+def test_a_prefix_run_once_gives_every_row_the_model_s_own_outputs_and_gradient(tiny_model, padded):
+    """The decoder stack hands its ``past_key_values``; a cache of its keys and values expanded to every row, with
+    the rows' rest and the whole mask, gives the logits and the gradient of the model called on the whole rows
+    (the positions after the prefix; the order of sums aside)."""
+    assert attention_kernel(tiny_model) == "sdpa" and attention_kernel(object()) is None
+    generator = torch.Generator().manual_seed(0)
+    prefix = torch.randint(0, 32, (1, 5), generator=generator)
+    rows = torch.cat([prefix.expand(3, -1), torch.randint(0, 32, (3, 4), generator=generator)], dim=1)
+    mask = torch.ones_like(rows)
+    if padded:
+        mask[1, 7:] = 0
+        mask[2, 8:] = 0
+    results = []
+    for shared in (False, True):
+        tiny_model.zero_grad()
+        if shared:
+            keys_values = prefix_keys_and_values(tiny_model, prefix)
+            assert len(keys_values) == 2 and keys_values[0][0].shape == (1, 1, 5, 8)
+            cache = cache_of_rows(tiny_model, keys_values, 3)
+            assert cache.get_seq_length() == 5 and cache.layers[0].keys.shape == (3, 1, 5, 8)
+            logits = tiny_model(input_ids=rows[:, 5:], attention_mask=mask, past_key_values=cache).logits
+        else:
+            logits = tiny_model(input_ids=rows, attention_mask=mask).logits[:, 5:]
+        (logits * mask[:, 5:, None]).sum().backward()
+        results.append((logits.detach(), {n: p.grad.clone() for n, p in tiny_model.named_parameters()}))
+    tiny_model.zero_grad(set_to_none=True)
+    (whole, grads), (cut, grads_cut) = results
+    assert torch.allclose(cut * mask[:, 5:, None], whole * mask[:, 5:, None], rtol=1e-5, atol=1e-6)
+    for name, grad in grads.items():
+        assert torch.allclose(grads_cut[name], grad, rtol=1e-4, atol=1e-6), name
 
 
 # -- The decoding step without module calls ----------------------------------------------------------------------

@@ -206,10 +206,10 @@ def test_the_forward_is_replaced_only_for_a_training_loss():
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             return model
 
-    replaced = with_reward_forward(Base, lambda model: ("parts", model), name="InLengthParts")()
+    replaced = with_reward_forward(Base, lambda trainer, model: ("parts", trainer, model), name="InLengthParts")()
     training, evaluating = SimpleNamespace(training=True), SimpleNamespace(training=False)
     batch = {"attention_mask": 1}
-    assert replaced.compute_loss(training, batch) == ("parts", training)
+    assert replaced.compute_loss(training, batch) == ("parts", replaced, training)
     assert replaced.compute_loss(training, batch, return_outputs=True) is training
     assert replaced.compute_loss(evaluating, batch) is evaluating
     assert replaced.compute_loss(training, {}) is training

@@ -1,4 +1,5 @@
-"""The reward model's batch trained in length-sorted parts has the batch's masked MSE and gradient."""
+"""The reward model's batch trained in length-sorted parts, after the rows' common prefix run once, has the batch's
+masked MSE and gradient (and the Bradley-Terry model's, TRL's loss and metrics)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,26 @@ import math
 import pytest
 import torch
 
+from reappraisal.reward.prompts import format_prompt
 
-def test_the_regression_loss_in_parts_is_the_batch_loss_with_its_gradient(tiny_base):
+#: Without a common prefix, and with the card's prompt (its instruction and scenario before every reappraisal).
+PREFIXES = pytest.mark.parametrize("prompted", [False, True], ids=["plain", "card-prompt"])
+
+
+def _prompted(texts, prompted: bool):
+    return [format_prompt("Your friend forgot the dinner you planned together.", t) if prompted else t for t in texts]
+
+
+def _counting_prefix_runs(monkeypatch) -> list[int]:
+    from reappraisal.training import shared_prefix
+
+    calls, run = [], shared_prefix.run_prefix
+    monkeypatch.setattr(shared_prefix, "run_prefix", lambda *a: calls.append(a[2]) or run(*a))
+    return calls
+
+
+@PREFIXES
+def test_the_regression_loss_in_parts_is_the_batch_loss_with_its_gradient(tiny_base, prompted, monkeypatch):
     from transformers import TrainingArguments
 
     from reappraisal.reward.base_model import load_base
@@ -19,7 +38,8 @@ def test_the_regression_loss_in_parts_is_the_batch_loss_with_its_gradient(tiny_b
     tokenizer, model = load_base(str(tiny_base), 4, seed=0)
     texts = ["a", "They were busy and forgot about the dinner entirely.", "Maybe", "It will pass.",
              "Perhaps they needed time alone after a long and difficult week at work.", "ok"]
-    ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in _prompted(texts, prompted)]
+    calls = _counting_prefix_runs(monkeypatch)
     labels = torch.tensor([[1.0, 2.0, math.nan, 0.5]] * 3 + [[0.0, math.nan, 1.0, 3.0]] * 3)
     batch = pad_right(ids, tokenizer.pad_token_id)
     assert right_padded_parts(batch["attention_mask"]) is not None  # split: the split is what is compared
@@ -33,13 +53,16 @@ def test_the_regression_loss_in_parts_is_the_batch_loss_with_its_gradient(tiny_b
         loss.backward()
         results.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
     (whole, grads), (parts, grads_p) = results
+    assert len(calls) == prompted  # the prompt's common prefix ran once, in the training pass
     assert torch.allclose(parts, whole, rtol=1e-6, atol=0)
     assert grads.keys() == grads_p.keys()
     for name, grad in grads.items():
         assert torch.allclose(grads_p[name], grad, rtol=1e-4, atol=1e-7), name
 
 
-def test_the_bradley_terry_loss_in_parts_is_the_batch_loss_with_its_gradient(tiny_base, tmp_path):
+@PREFIXES
+def test_the_bradley_terry_loss_in_parts_is_the_batch_loss_with_its_gradient(tiny_base, tmp_path, prompted,
+                                                                              monkeypatch):
     from datasets import Dataset
     from trl import RewardConfig, RewardTrainer
 
@@ -52,11 +75,12 @@ def test_the_bradley_terry_loss_in_parts_is_the_batch_loss_with_its_gradient(tin
     rejected = ["ok", "They meant to hurt me.", "Nobody cares about me and nobody ever will, I am sure.", "no"]
 
     def encode(texts):
-        return [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+        return [tokenizer(t, add_special_tokens=False)["input_ids"] for t in _prompted(texts, prompted)]
 
     data = Dataset.from_dict({"chosen_ids": encode(chosen), "rejected_ids": encode(rejected)})
     args = RewardConfig(output_dir=str(tmp_path), per_device_train_batch_size=4, use_cpu=True, report_to=[],
                         disable_tqdm=True, center_rewards_coefficient=0.01)
+    calls = _counting_prefix_runs(monkeypatch)
     results = []
     for trainer_cls in (RewardTrainer, classifier_in_length_parts(RewardTrainer)):
         trainer = trainer_cls(model=model, args=args, train_dataset=data, processing_class=tokenizer)
@@ -70,6 +94,7 @@ def test_the_bradley_terry_loss_in_parts_is_the_batch_loss_with_its_gradient(tin
         results.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None},
                         metrics))
     (whole, grads, metrics), (parts, grads_p, metrics_p) = results
+    assert len(calls) == prompted  # the prompt's common prefix ran once, in the training pass
     assert torch.allclose(parts, whole, rtol=1e-6, atol=0)
     for name, grad in grads.items():
         assert torch.allclose(grads_p[name], grad, rtol=1e-4, atol=1e-7), name

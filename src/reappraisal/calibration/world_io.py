@@ -10,9 +10,10 @@
    settings (``world.yaml``: its seed and ``calibration.world_config`` merged
    over the preset).
 3. Builds the world's summary with ``reappraisal run`` in the folder (the
-   same Snakefile, rules and warm job server as the demo; no DVC record),
-   with ``calibration.profile`` as its Snakemake profile when set (a
-   cluster: the world's jobs go to the scheduler). A killed build resumes
+   same Snakefile and rules as the demo, no DVC record; its jobs forked by
+   the calibration run's warm job server, which imported the libraries once
+   for every world), with ``calibration.profile`` as its Snakemake profile
+   when set (a cluster: the world's jobs go to the scheduler). A killed build resumes
    where it stopped: the data and links are rewritten only where they
    differ, and ``reappraisal run`` reruns only what is missing.
 """
@@ -30,6 +31,7 @@ import yaml
 
 from ..atomic import atomic_path
 from ..errors import ConfigError
+from ..job_env import with_runs_server
 from ..params import parse_params
 from ..settings import Settings
 from .world import PROJECT_LINKS, SETTINGS_FILE, WORLD_TARGETS, world_seed, world_settings
@@ -107,4 +109,6 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     settings = Settings.from_params(parse_params(a.params))
     seed = prepare_world(a.world, a.out, settings, a.root)
     print(f"world {a.world}: seed {seed}, building {', '.join(WORLD_TARGETS)} in {a.out}", flush=True)
-    return subprocess.run(build_command(a.out, cores=a.cores, profile=settings.calibration.profile)).returncode
+    return subprocess.run(build_command(a.out, cores=a.cores, profile=settings.calibration.profile),
+                          env=with_runs_server(os.environ)).returncode
+

@@ -7,6 +7,9 @@
   mask transformers builds for SDPA built beforehand.
 - The decoding step without the module calls (:func:`lean_decoding_step`): a ``Qwen3ForCausalLM``'s forward
   rerun as its own torch operations on its own weights, with transformers' rotary, cache and SDPA functions.
+- A training batch's shared prefix (:func:`prefix_keys_and_values`, :func:`cache_of_rows`,
+  :func:`attention_kernel`): the decoder stack's ``past_key_values`` read, a ``DynamicCache`` filled with
+  expanded keys and values, ``config._attn_implementation`` read.
 - The DVCLive reporter (:func:`dvclive_callback`): ``DVCLiveCallback._initialized`` read.
 
 transformers is imported where a seam uses it, not with this module. ``tests/compat/test_transformers.py``
@@ -192,6 +195,44 @@ def lean_decoding_step(model) -> Callable | None:
         return linear(hidden[:, -1:, :], *head)[:, -1, :]
 
     return step
+
+
+def attention_kernel(model) -> str | None:
+    """The attention kernel ``model`` runs (``"sdpa"``, ``"eager"``, ``"flash_attention_2"``...), None if unknown.
+
+    Relies on (transformers 5.23.0): ``config._attn_implementation`` names it."""
+    return getattr(getattr(model, "config", None), "_attn_implementation", None)
+
+
+def prefix_keys_and_values(model, prefix_ids) -> list[tuple[Any, Any]]:
+    """Each decoder layer's keys and values of a one-row ``prefix_ids`` ``(1, positions)``, as the model's own
+    forward computes them (with their autograd graph when gradients are on), for :func:`cache_of_rows`.
+
+    Relies on (transformers 5.23.0): ``model.base_model`` is the decoder stack, which returns its
+    ``past_key_values`` (a ``DynamicCache``) for ``use_cache=True``; its ``layers`` hold ``keys``/``values`` of
+    shape ``(batch, heads, positions, dim)``."""
+    import torch
+
+    ones = torch.ones_like(prefix_ids)
+    cache = model.base_model(input_ids=prefix_ids, attention_mask=ones, use_cache=True).past_key_values
+    return [(layer.keys, layer.values) for layer in cache.layers]
+
+
+def cache_of_rows(model, prefix: list[tuple[Any, Any]], rows: int):
+    """A new ``DynamicCache`` holding ``prefix`` (:func:`prefix_keys_and_values`) for each of ``rows`` rows: a
+    model called with it and the rest of each row reads the prefix's keys and values as if it had computed them
+    for every row, and the gradient of every row flows back to the one computation (``expand``, then
+    ``DynamicCache.update``'s concatenation).
+
+    Relies on (transformers 5.23.0): ``DynamicCache(config=...)`` has one layer per decoder layer and
+    ``update(keys, values, layer_idx)`` appends to layer ``layer_idx``; the decoder reads the cache's length as
+    the positions already seen (the rows' positions and causal mask start after the prefix)."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=model.config)
+    for index, (keys, values) in enumerate(prefix):
+        cache.update(keys.expand(rows, -1, -1, -1), values.expand(rows, -1, -1, -1), index)
+    return cache
 
 
 def dvclive_callback(open_live: Callable[[], Any]):

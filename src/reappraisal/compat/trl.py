@@ -204,8 +204,8 @@ def train_metrics(trainer) -> dict[str, list[float]]:
 # -- The Bradley-Terry loss's forward ----------------------------------------------------------------------------
 
 
-def with_reward_forward(trainer_cls: type, forward: Callable[[Any], Any], *, name: str) -> type:
-    """``trainer_cls`` (``RewardTrainer``) whose training loss calls ``forward(model)`` in place of the model (a batch
+def with_reward_forward(trainer_cls: type, forward: Callable[[Any, Any], Any], *, name: str) -> type:
+    """``trainer_cls`` (``RewardTrainer``) whose training loss calls ``forward(trainer, model)`` in place of the model (a batch
     with an attention mask, outputs not returned); the loss and metrics are TRL's on what it returns. The class is
     named ``name + trainer_cls.__name__``.
 
@@ -216,7 +216,7 @@ def with_reward_forward(trainer_cls: type, forward: Callable[[Any], Any], *, nam
     class ForwardReplaced(trainer_cls):
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             if model.training and not return_outputs and "attention_mask" in inputs:
-                model = forward(model)
+                model = forward(self, model)
             return super().compute_loss(model, inputs, return_outputs=return_outputs,
                                         num_items_in_batch=num_items_in_batch)
 

@@ -34,7 +34,7 @@ from reappraisal.atomic import write_json
 from reappraisal.settings import RewardSettings
 from reappraisal.errors import ConfigError
 from reappraisal.training.batches import pad_right
-from reappraisal.training.length_parts import batch_part, right_padded_parts
+from reappraisal.training.length_parts import classifier_parts
 from reappraisal.training.run import finished_model, run_training
 from reappraisal.training.settings import checkpointing_args, schedule_args, set_cpu_threads, use_bf16
 from reappraisal.training.tracking import OFF, Tracking
@@ -134,15 +134,18 @@ def _trainer_class():
             labels = inputs.pop("labels")
             parts = None
             if model.training and not return_outputs and "attention_mask" in inputs:
-                parts = right_padded_parts(inputs["attention_mask"])
+                parts = classifier_parts(self, model, inputs)
             if parts is None:
                 outputs = model(**inputs)
                 loss = masked_mse(outputs.logits, labels)
                 return (loss, outputs) if return_outputs else loss
-            # the batch in length-sorted parts, each trimmed to its longest row: the batch's mean, summed by part
+            # the batch in length-sorted parts, each trimmed to its longest row and read after the rows' common
+            # prefix (run once): the batch's mean, summed by part
             count = int((~labels.isnan()).sum())
-            squares = sum(masked_squared_errors(model(**batch_part(inputs, rows, width)).logits, labels[rows])[0]
-                          for rows, width in parts)
+            squares = 0
+            for part in parts:
+                rows = part.pop("rows")
+                squares = squares + masked_squared_errors(model(**part).logits, labels[rows])[0]
             return squares if count == 0 else squares / count
 
     return RegressionTrainer
