@@ -17,7 +17,7 @@ import sys
 from typing import Any, Callable, Sequence
 
 from .errors import FinishedElsewhere, PipelineInputError
-from .job_client import SERVER_ENV
+from .job_env import SERVER_ENV
 from .profiling import profiled
 
 

@@ -1,6 +1,6 @@
 """The job's side of the warm job server (:mod:`reappraisal.job_server`): hand a command to the server.
 
-A job started by ``reappraisal run`` finds the server's address in :data:`SERVER_ENV`; :func:`delegate`
+A job started by ``reappraisal run`` finds the server's address in :data:`~reappraisal.job_env.SERVER_ENV`; :func:`delegate`
 sends the server its arguments, working folder, environment and standard streams (the descriptors
 themselves), waits for the forked child's exit status and passes on the signals it receives. Standard
 library only: the command line imports this module without importing the server (or any library).
@@ -16,7 +16,6 @@ import socket
 import sys
 from typing import Sequence
 
-from .job_env import SERVER_ENV
 
 #: Commands that never go through the server (``run`` starts it).
 NOT_FORKED = frozenset({"run"})
@@ -39,7 +38,7 @@ def receive(sock: socket.socket, n_fds: int = 0) -> tuple[dict | None, list[int]
 
 def delegate(address: str, name: str, argv: Sequence[str]) -> int | None:
     """Run command ``name`` with ``argv`` in a fork of the server at ``address`` (an abstract socket's name,
-    as :data:`SERVER_ENV` gives it): the command's exit status, or None
+    as :data:`~reappraisal.job_env.SERVER_ENV` gives it): the command's exit status, or None
     when the server could not start it (the caller then runs the command itself)."""
     if name in NOT_FORKED:
         return None
