@@ -45,7 +45,7 @@ def sft_batch(tmp_path_factory):
         "completion": [" Maybe they were busy." if i % 2 else " It could pass soon enough." for i in range(8)],
     })
     args = SFTConfig(output_dir=str(tmp_path_factory.mktemp("out")), per_device_train_batch_size=8, max_steps=1,
-                     use_cpu=True, report_to=[], disable_tqdm=True, seed=0)
+                     use_cpu=True, report_to=[], disable_tqdm=True, seed=0, bf16=False)  # the pipeline's precision on a CPU
     model = AutoModelForCausalLM.from_pretrained(str(model_dir))
     trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
     batch = next(iter(trainer.get_train_dataloader()))

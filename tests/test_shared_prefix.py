@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -44,7 +46,7 @@ def prefixed_batch(tmp_path_factory):
         "completion": [" Maybe they were busy." if i % 2 else " It could pass soon enough." for i in range(8)],
     })
     args = SFTConfig(output_dir=str(tmp_path_factory.mktemp("out")), per_device_train_batch_size=8, max_steps=1,
-                     use_cpu=True, report_to=[], disable_tqdm=True, seed=0)
+                     use_cpu=True, report_to=[], disable_tqdm=True, seed=0, bf16=False)  # the pipeline's precision on a CPU
     model = AutoModelForCausalLM.from_pretrained(str(model_dir))
     trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
     batch = next(iter(trainer.get_train_dataloader()))
@@ -107,3 +109,6 @@ def test_the_prefix_is_not_cut_where_it_is_not_checked(prefixed_batch):
         assert not applies(trainer, model)
     finally:
         model.config._attn_implementation = "sdpa"
+    autocast = SFTTrainer(model=model, args=dataclasses.replace(args, bf16=True), train_dataset=data,
+                          processing_class=tokenizer)
+    assert not applies(autocast, model)  # in bf16 the rows' gradients would meet in bf16 at the prefix

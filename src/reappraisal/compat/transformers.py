@@ -204,24 +204,26 @@ def attention_kernel(model) -> str | None:
     return getattr(getattr(model, "config", None), "_attn_implementation", None)
 
 
-def prefix_keys_and_values(model, prefix_ids) -> list[tuple[Any, Any]]:
-    """Each decoder layer's keys and values of a one-row ``prefix_ids`` ``(1, positions)``, as the model's own
-    forward computes them (with their autograd graph when gradients are on), for :func:`cache_of_rows`.
+def prefix_keys_and_values(model, prefix_ids, attention_mask=None) -> list[tuple[Any, Any]]:
+    """Each decoder layer's keys and values of the prefixes ``prefix_ids`` ``(prefixes, positions)`` (unpadded, or
+    padded as ``attention_mask`` says), as the model's own forward computes them (with their autograd graph when
+    gradients are on), for :func:`cache_of_rows`.
 
     Relies on (transformers 5.23.0): ``model.base_model`` is the decoder stack, which returns its
     ``past_key_values`` (a ``DynamicCache``) for ``use_cache=True``; its ``layers`` hold ``keys``/``values`` of
     shape ``(batch, heads, positions, dim)``."""
     import torch
 
-    ones = torch.ones_like(prefix_ids)
-    cache = model.base_model(input_ids=prefix_ids, attention_mask=ones, use_cache=True).past_key_values
+    mask = torch.ones_like(prefix_ids) if attention_mask is None else attention_mask
+    cache = model.base_model(input_ids=prefix_ids, attention_mask=mask, use_cache=True).past_key_values
     return [(layer.keys, layer.values) for layer in cache.layers]
 
 
-def cache_of_rows(model, prefix: list[tuple[Any, Any]], rows: int):
-    """A new ``DynamicCache`` holding ``prefix`` (:func:`prefix_keys_and_values`) for each of ``rows`` rows: a
-    model called with it and the rest of each row reads the prefix's keys and values as if it had computed them
-    for every row, and the gradient of every row flows back to the one computation (``expand``, then
+def cache_of_rows(model, prefix: list[tuple[Any, Any]], rows):
+    """A new ``DynamicCache`` holding ``prefix`` (:func:`prefix_keys_and_values`) for each row: one prefix for
+    ``rows`` rows (an int), or row ``i`` the prefix ``rows[i]`` (a tensor of prefix indices). A model called with
+    it and the rest of each row reads the prefix's keys and values as if it had computed them for every row, and
+    the gradient of every row flows back to the one computation (``expand`` or ``index_select``, then
     ``DynamicCache.update``'s concatenation).
 
     Relies on (transformers 5.23.0): ``DynamicCache(config=...)`` has one layer per decoder layer and
@@ -229,9 +231,12 @@ def cache_of_rows(model, prefix: list[tuple[Any, Any]], rows: int):
     the positions already seen (the rows' positions and causal mask start after the prefix)."""
     from transformers import DynamicCache
 
+    def of_rows(states):
+        return states.expand(rows, -1, -1, -1) if isinstance(rows, int) else states.index_select(0, rows)
+
     cache = DynamicCache(config=model.config)
     for index, (keys, values) in enumerate(prefix):
-        cache.update(keys.expand(rows, -1, -1, -1), values.expand(rows, -1, -1, -1), index)
+        cache.update(of_rows(keys), of_rows(values), index)
     return cache
 
 

@@ -6,6 +6,8 @@
 - GRPO's prompt order (:func:`with_train_sampler`, :func:`epoch_repeat_sampler`, ``EpochRepeatSampler``,
   :func:`repeat_sampler_permutation`): ``GRPOTrainer._get_train_sampler`` overridden, ``RepeatSampler.__iter__``
   copied.
+- GRPO's log-probabilities of the completions (:func:`with_completion_logps`):
+  ``GRPOTrainer._get_per_token_logps_and_entropies`` overridden, its fused-head call rebuilt.
 - SFT's logged metrics (:func:`train_metrics`): ``SFTTrainer._metrics``.
 - The Bradley-Terry loss's forward (:func:`with_reward_forward`): how ``RewardTrainer.compute_loss`` calls the
   model.
@@ -54,6 +56,38 @@ def with_completion_sampler(trainer_cls: type, sample: Callable[[Any, list[list[
 
     CompletionSampled.__name__ = CompletionSampled.__qualname__ = f"{name}{trainer_cls.__name__}"
     return CompletionSampled
+
+
+def with_completion_logps(trainer_cls: type, compute: Callable[..., Any], *, name: str) -> type:
+    """``trainer_cls`` (``GRPOTrainer`` or a subclass) whose per-token log-probabilities (and entropies) of the
+    completions come from ``compute(trainer, model, input_ids, attention_mask, logits_to_keep, compute_entropy)``
+    wherever it returns ``(logps, entropies or None)``: text-only batches scored in one chunk, without an MoE aux
+    loss; None, or anything else, goes through TRL's own path. The class is named ``name + trainer_cls.__name__``.
+
+    Relies on (trl 1.16.0): ``GRPOTrainer._get_per_token_logps_and_entropies(self, model, input_ids,
+    attention_mask, logits_to_keep, batch_size=None, compute_entropy=False, compute_aux_loss=False,
+    **multimodal_fields)`` scores every completion (policy, reference and old log-probabilities, and the loss's),
+    ``input_ids`` being the left-padded prompts then the completions (the last ``logits_to_keep`` positions);
+    it returns ``(logps, entropies or None, aux_loss or None)``, each per-token tensor ``(rows, logits_to_keep)``,
+    from the model's fused LM head: ``model(input_ids=..., attention_mask=..., labels=..., fused_lm_head=True)``
+    with the labels -100 outside the completions' unpadded tokens, its ``log_probs``/``entropy`` read at the last
+    ``logits_to_keep`` positions (the model's autocast around the call)."""
+
+    class LogpsComputed(trainer_cls):
+        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,
+                                               batch_size=None, compute_entropy=False, compute_aux_loss=False,
+                                               **multimodal_fields):
+            one_chunk = batch_size is None or batch_size >= input_ids.size(0)
+            if one_chunk and not compute_aux_loss and all(v is None for v in multimodal_fields.values()):
+                got = compute(self, model, input_ids, attention_mask, logits_to_keep, compute_entropy)
+                if got is not None:
+                    return got[0], got[1], None
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **multimodal_fields)
+
+    LogpsComputed.__name__ = LogpsComputed.__qualname__ = f"{name}{trainer_cls.__name__}"
+    return LogpsComputed
 
 
 def grpo_left_padded_prompts(trainer, prompt_ids: list[list[int]]):

@@ -163,6 +163,7 @@ def train_policy(
 
     from .epoch_sampler import epoch_ordered
     from .generation import decoder_applies, with_project_decoder
+    from .shared_prompts import with_shared_prompts
     from .snapshots import SNAPSHOT_WORK_DIR, STEPS_DIR, publish_snapshots, snapshot_callback
 
     from reappraisal.atomic import atomic_path, write_json
@@ -218,7 +219,7 @@ def train_policy(
             reward_funcs.append(GoldQualityLog(tokenizer=tokenizer))  # weight 0 (grpo_settings): logged, never optimized
         kept = ([snapshot_callback(policy.snapshot_steps, work.path / SNAPSHOT_WORK_DIR, tokenizer=tokenizer)]
                 if policy.snapshot_steps else [])
-        trainer = epoch_ordered(with_project_decoder(GRPOTrainer))(
+        trainer = epoch_ordered(with_project_decoder(with_shared_prompts(GRPOTrainer)))(
             model=str(model_dir), reward_funcs=reward_funcs, args=args,
             train_dataset=Dataset.from_list(rows), processing_class=tokenizer, callbacks=[*callbacks, *kept],
         )

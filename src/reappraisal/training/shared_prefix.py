@@ -13,10 +13,12 @@ Cut only where nothing is lost and it is checked (:func:`applies`): positions be
 label (the label just after the cut would be predicted from the prefix's last position, which the rows' pass
 no longer computes), at least :data:`MIN_SHARED` of them; a model on the CPU in one process (no DeepSpeed, FSDP
 or DDP wrapper), without activation checkpointing (its recomputation would append to the cache a second time),
-with SDPA or eager attention. The trainers of :mod:`reappraisal.training.length_parts` use it: TRL's
+with SDPA or eager attention, in full precision (under bf16 autocast the rows' gradients would meet in bf16 at the
+prefix, where each row's own pass sums them in float32). The trainers of :mod:`reappraisal.training.length_parts` use it: TRL's
 ``SFTTrainer`` (the GRM's SFT, the policy's warm start, the demo judge), TRL's ``RewardTrainer`` (the
 Bradley-Terry model) and the reward models' regression (each row's score read from its last token, which its
-own pass computes).
+own pass computes). GRPO's rows share more: each of its prompts is read once for the completions sampled from
+it (:func:`completion_logps`).
 """
 
 from __future__ import annotations
@@ -53,9 +55,37 @@ def applies(trainer, model) -> bool:
 
     return (getattr(model, "device", None) is not None and model.device.type == "cpu"
             and trainer.accelerator.distributed_type == DistributedType.NO
+            and trainer.accelerator.mixed_precision == "no"
             and not getattr(model, "is_activation_checkpointing", False)
             and attention_kernel(model) in ("sdpa", "eager")
             and hasattr(model, "base_model"))
+
+
+def completion_logps(trainer, model, input_ids, attention_mask, logits_to_keep: int, compute_entropy: bool):
+    """GRPO's per-token log-probabilities (and entropies) of the completions, as TRL's fused LM head gives them
+    for the whole rows (:func:`reappraisal.compat.trl.with_completion_logps`), with each distinct prompt read once:
+    GRPO samples several completions of every prompt, and its rows are the left-padded prompts then the
+    completions. Everything before the prompts' last position is run once a distinct prompt (padding included,
+    as the rows have it, at the same positions); each row then reads its prompt's keys and values from its cache
+    and runs the prompt's last position (which predicts the first completion token) and its completion. None
+    where it does not apply (:func:`applies`) or no two rows share a prompt: the caller computes them as TRL does."""
+    import torch
+
+    cut = input_ids.shape[1] - logits_to_keep - 1
+    if cut < MIN_SHARED or not applies(trainer, model):
+        return None
+    prompts, inverse = torch.unique(torch.cat([input_ids[:, :cut], attention_mask[:, :cut]], dim=1), dim=0,
+                                    return_inverse=True)
+    if prompts.shape[0] == input_ids.shape[0]:
+        return None
+    rest = input_ids[:, cut:]
+    labels = rest.masked_fill(attention_mask[:, cut:] == 0, -100)
+    labels[:, :-logits_to_keep] = -100
+    with trainer.accelerator.autocast():  # around the prompts' pass too, as around TRL's one call
+        cache = cache_of_rows(model, prefix_keys_and_values(model, prompts[:, :cut], prompts[:, cut:]), inverse)
+        out = model(input_ids=rest, attention_mask=attention_mask, past_key_values=cache, labels=labels,
+                    fused_lm_head=True)
+    return out.log_probs[:, -logits_to_keep:], out.entropy[:, -logits_to_keep:] if compute_entropy else None
 
 
 def run_prefix(model, input_ids, length: int) -> list[tuple[Any, Any]]:
