@@ -63,6 +63,29 @@ def set_calibration(root: Path, worlds: int, world_config: dict, cores_per_world
     path.write_text("".join(lines))
 
 
+def job_seconds(world: Path) -> dict[str, float]:
+    """Seconds each rule's jobs ran in one world's build (start to end, from its Snakemake record: one entry per
+    output file, each job counted once by its hash)."""
+    jobs = {}
+    for path in (world / ".snakemake" / "metadata").glob("*"):
+        record = json.loads(path.read_text())
+        if record.get("starttime") and record.get("endtime"):
+            jobs[record["job_hash"]] = (record["rule"], record["endtime"] - record["starttime"])
+    seconds: dict[str, float] = {}
+    for rule, spent in jobs.values():
+        seconds[rule] = seconds.get(rule, 0.0) + spent
+    return seconds
+
+
+def job_seconds_table(worlds_dir: Path) -> pd.DataFrame:
+    """Each rule's job seconds a world (mean, min, max over the worlds built), and the worlds' totals."""
+    per_world = {int(w.name): job_seconds(w) for w in worlds_dir.iterdir() if w.name.isdigit()}
+    table = pd.DataFrame(per_world).T.fillna(0.0)
+    table["all jobs"] = table.sum(axis=1)
+    stats = table.agg(["mean", "min", "max"]).T.sort_values("mean", ascending=False)
+    return stats.rename_axis(f"rule ({len(table)} worlds)").reset_index()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worlds", type=int, required=True)
@@ -85,6 +108,8 @@ def main(argv=None) -> int:
     print(f"\ncommit {commit[:10]}: {a.worlds} world(s) in {wall / 60:.1f} min ({wall / a.worlds / 60:.2f} min a world)"
           f", exit {proc.returncode}")
     out = root / "results" / "calibration"
+    if (out / "worlds").is_dir():
+        print("\njob seconds a world\n" + job_seconds_table(out / "worlds").to_markdown(index=False, floatfmt=".1f"))
     for name in ("summary", "claims", "overoptimization", "truth_spread"):
         path = out / f"{name}.csv"
         if path.is_file():
