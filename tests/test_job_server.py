@@ -36,7 +36,10 @@ def _serve_with_probe(address: str) -> None:
     from reappraisal import cli, job_server
 
     cli.COMMANDS["probe"] = "tests.job_server_probe:cli_main"
-    job_server.PRELOAD, job_server.PRELOAD_ATTRIBUTES = (), {}
+    job_server.PRELOAD, job_server.PRELOAD_ATTRIBUTES = ("torch",), {}
+    import torch
+
+    torch.set_num_threads(3)  # the server's own, unlike any job's below
     job_server.serve(address)
 
 
@@ -90,6 +93,19 @@ def test_the_command_runs_in_the_jobs_folder_environment_and_streams_with_its_st
     assert seen["server"] is None  # the command's own subprocesses start fresh interpreters
     assert seen["forked_by"] == address  # unless it passes the server on (a calibration world's build)
     assert seen["pid"] not in (job.pid, server_pid)  # a fork of its own
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_a_forked_job_gets_the_torch_threads_its_environment_asks_for(probe_server, threads):
+    """As a fresh interpreter reads OMP_NUM_THREADS (Snakemake sets it to the rule's threads) when torch loads."""
+    address, _ = probe_server
+    job = through(address, "where", env={**os.environ, "OMP_NUM_THREADS": threads})
+    out, err = job.communicate(timeout=60)
+    assert job.returncode == 3, err
+    assert json.loads(out)["torch_threads"] == int(threads)
+    fresh = subprocess.run([PYTHON, "-c", "import torch; print(torch.get_num_threads())"], capture_output=True,
+                           text=True, env={**os.environ, "OMP_NUM_THREADS": threads}, check=True)
+    assert int(fresh.stdout) == int(threads)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

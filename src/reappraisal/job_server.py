@@ -67,6 +67,7 @@ def _run_job(conn: socket.socket) -> int:
         env[FORKED_BY_ENV] = request["env"][SERVER_ENV]
     os.environ.clear()
     os.environ.update(env)
+    _job_threads(env)
     _fresh_streams(env)
     sys.path[:] = request["path"]
     sys.argv = [request["argv0"], *request["argv"]]
@@ -88,6 +89,17 @@ def _run_job(conn: socket.socket) -> int:
         traceback.print_exc()
         code = 1
     return int(code or 0)
+
+
+def _job_threads(env: dict[str, str]) -> None:
+    """Torch's intra-op threads as many as the job's ``OMP_NUM_THREADS`` asks (Snakemake sets it to the rule's
+    threads), as a fresh interpreter reads it when torch loads; the forked job has the server's torch, which read
+    the server's own environment (all the cores, for a server started by ``reappraisal run``). A job that sets
+    its threads itself (``training.settings.set_cpu_threads``) still does."""
+    threads = env.get("OMP_NUM_THREADS", "")
+    torch = sys.modules.get("torch")
+    if torch is not None and threads.isdigit() and int(threads) > 0:
+        torch.set_num_threads(int(threads))
 
 
 def _fresh_streams(env: dict[str, str]) -> None:
