@@ -335,4 +335,9 @@ def cli_main(argv: Sequence[str]) -> int:
     )
     if health:
         print(json.dumps({"arm": instance.name, "verdict": health["verdict"], "failed": health["failed"]}))
+    from accelerate import PartialState
+
+    # Several processes: end their group here, each process's outputs written, not in the interpreter's teardown,
+    # where gloo's threads can abort a process after its work is done.
+    PartialState().destroy_process_group()
     return 0
