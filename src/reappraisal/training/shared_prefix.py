@@ -14,8 +14,8 @@ label (the label just after the cut would be predicted from the prefix's last po
 no longer computes), at least :data:`MIN_SHARED` of them; a model on the CPU in one process (no DeepSpeed, FSDP
 or DDP wrapper), without activation checkpointing (its recomputation would append to the cache a second time),
 with SDPA or eager attention, in full precision (under bf16 autocast the rows' gradients would meet in bf16 at the
-prefix, where each row's own pass sums them in float32). The trainers of :mod:`reappraisal.training.length_parts` use it: TRL's
-``SFTTrainer`` (the GRM's SFT, the policy's warm start, the demo judge), TRL's ``RewardTrainer`` (the
+prefix, where each row's own pass sums them in float32). The trainers of :mod:`reappraisal.training.length_parts`
+use it: TRL's ``SFTTrainer`` (the GRM's SFT, the policy's warm start, the demo judge), TRL's ``RewardTrainer`` (the
 Bradley-Terry model) and the reward models' regression (each row's score read from its last token, which its
 own pass computes). GRPO's rows share more: each of its prompts is read once for the completions sampled from
 it (:func:`completion_logps`).
