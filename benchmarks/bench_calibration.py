@@ -32,6 +32,8 @@ import pandas as pd
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+from bench_demo import rule_seconds  # the same log reading as the demo's benchmark
 
 
 def clone(commit: str, dest: Path) -> Path:
@@ -64,16 +66,12 @@ def set_calibration(root: Path, worlds: int, world_config: dict, cores_per_world
 
 
 def job_seconds(world: Path) -> dict[str, float]:
-    """Seconds each rule's jobs ran in one world's build (start to end, from its Snakemake record: one entry per
-    output file, each job counted once by its hash)."""
-    jobs = {}
-    for path in (world / ".snakemake" / "metadata").glob("*"):
-        record = json.loads(path.read_text())
-        if record.get("starttime") and record.get("endtime"):
-            jobs[record["job_hash"]] = (record["rule"], record["endtime"] - record["starttime"])
+    """Seconds each rule's jobs ran in one world's build, summed over its Snakemake logs (a resumed world has
+    several), read as the demo's benchmark reads its run's log."""
     seconds: dict[str, float] = {}
-    for rule, spent in jobs.values():
-        seconds[rule] = seconds.get(rule, 0.0) + spent
+    for log in sorted((world / ".snakemake" / "log").glob("*.snakemake.log")):
+        for rule, spent in rule_seconds(log.read_text()).items():
+            seconds[rule] = seconds.get(rule, 0.0) + spent
     return seconds
 
 
