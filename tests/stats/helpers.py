@@ -5,6 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from reappraisal.stats.simulation import (  # noqa: F401  (re-exported for the coverage tests and benchmarks)
+    FAMILIES,
+    logit_normal_moments,
+    logit_normal_parameters,
+    scenario_means_from_rates,
+    scenario_rates,
+)
+
 # verdict pair (AB, BA) that yields each model score; 0.5 alternates split / tie
 _VERDICTS_FOR_SCORE = {1.0: ("A", "B"), 0.0: ("B", "A")}
 _HALF_VERDICTS = [("A", "A"), ("tie", "tie"), ("B", "B"), ("tie", "A")]
@@ -46,46 +54,6 @@ def judgments_from_scores(scores: pd.DataFrame, **names) -> pd.DataFrame:
     return judgments_table(rows, **names)
 
 
-#: The families of true scenario rates the coverage simulations draw from.
-FAMILIES = ("beta", "logit_normal")
-_HERMITE = np.polynomial.hermite_e.hermegauss(120)  # nodes and weights for E[f(Z)], Z ~ N(0, 1)
-
-
-def logit_normal_moments(mu: float, sigma: float) -> tuple[float, float]:
-    """Mean and sd of expit(mu + sigma Z), Z ~ N(0, 1) (Gauss-Hermite quadrature)."""
-    nodes, weights = _HERMITE
-    p = 1.0 / (1.0 + np.exp(-(mu + sigma * nodes)))
-    w = weights / weights.sum()
-    mean = float(w @ p)
-    return mean, float(np.sqrt(max(w @ p**2 - mean**2, 0.0)))
-
-
-def logit_normal_parameters(mean: float, spread: float) -> tuple[float, float]:
-    """(mu, sigma) of the logit-normal whose mean and sd on the probability scale are ``mean`` and ``spread``."""
-    from scipy.optimize import brentq
-
-    def mu_for(sigma):
-        return brentq(lambda mu: logit_normal_moments(mu, sigma)[0] - mean, -200, 200, xtol=1e-13)
-
-    sigma = brentq(lambda s: logit_normal_moments(mu_for(s), s)[1] - spread, 1e-6, 12, xtol=1e-13)
-    return mu_for(sigma), sigma
-
-
-def scenario_rates(rng, n_datasets, n_scenarios, mean, spread, family="beta"):
-    """True win rates of scenarios with the given mean and sd ``spread`` on the probability scale (all equal to
-    ``mean`` when spread is 0): ``beta`` (skewed toward the nearer bound's far side only mildly) or
-    ``logit_normal`` (expit of a normal: near a high mean, a few scenarios far below the rest)."""
-    if spread == 0:
-        return np.full((n_datasets, n_scenarios), float(mean))
-    if family == "logit_normal":
-        mu, sigma = logit_normal_parameters(mean, spread)
-        return 1.0 / (1.0 + np.exp(-(mu + sigma * rng.standard_normal((n_datasets, n_scenarios)))))
-    if family != "beta":
-        raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
-    kappa = mean * (1 - mean) / spread**2 - 1
-    return rng.beta(mean * kappa, (1 - mean) * kappa, size=(n_datasets, n_scenarios))
-
-
 def simulate_clustered(
     rng, n_datasets, *, n_scenarios=6, n_runs=3, per_cell=40, mean=0.75, spread=0.1, tie_share=0.3, family="beta"
 ):
@@ -117,14 +85,10 @@ def simulate_regime(rng, n_datasets, *, n_scenarios, mean, spread, family="beta"
     (n_datasets, G) scenario means and the (n_datasets,) total contests.
     """
     p = scenario_rates(rng, n_datasets, n_scenarios, mean, spread, family)
-    tie = np.minimum(tie_share, 2 * np.minimum(p, 1 - p))
-    probs = np.clip(np.stack([p - tie / 2, tie, 1 - p - tie / 2], axis=-1), 0.0, 1.0)
-    probs /= probs.sum(axis=-1, keepdims=True)
     if unequal:
         sizes = np.maximum(2, np.round(per_scenario * np.linspace(0.4, 1.6, n_scenarios))).astype(int)
     else:
         sizes = np.full(n_scenarios, per_scenario)
     sizes = np.broadcast_to(sizes, (n_datasets, n_scenarios))
-    counts = rng.multinomial(sizes, probs)
-    means = (counts[..., 0] + 0.5 * counts[..., 1]) / sizes
+    means = scenario_means_from_rates(rng, p, sizes, tie_share)
     return means, sizes.sum(axis=1).astype(float)

@@ -111,6 +111,11 @@ def claim_numbers(claims: Sequence[Mapping], tables: Mapping[str, Table]) -> lis
                 if column in row:
                     out.append(_record(stem + suffix + macro_word(column), row[column], column, claim["id"], stand,
                                        source={"table": cond["table"], "where": dict(cond["where"]), "column": column}))
+        power = claim.get("power") or {}
+        if power.get("mde") is not None:  # the smallest effect the claim's design detects at 80 % power
+            out.append(_record(stem + "Mde", power["mde"], "mde", claim["id"], stand,
+                               source={"power": f"minimum detectable effect at {power['target_power']:g} power "
+                                                f"({power['rule']})"}))
     seen: dict[str, dict] = {}
     for rec in out:  # the same number quoted twice by one claim (e.g. ci_low in two conditions): once
         seen.setdefault(rec["macro"], rec)
@@ -136,6 +141,8 @@ def numbers_tex(records: Sequence[Mapping]) -> str:
         if "table" in rec:
             where = ", ".join(f"{k}={v}" for k, v in rec["where"].items())
             origin = f"table {rec['table']}, row {where}, column {rec['column']}"
+        elif "power" in rec:
+            origin = rec["power"]
         else:
             origin = f"card interval figure {rec['card_interval']}"
         lines.append(f"% claim {rec['claim']}, {rec['standing']}: {origin}")

@@ -50,6 +50,7 @@ from reappraisal.provenance.dvc_state import stage_records
 from . import evaluation_tables as et
 from . import metrics_tables as mt
 from . import selection_tables as st
+from .claim_power import claim_power, power_note
 from .claims import evaluate_claims, validate_ledger
 from .reply_verdicts import check_replies
 from .lineage import lineage_entries
@@ -380,6 +381,9 @@ def summarize(*, evaluation_dir: Path, metrics_files: Mapping[str, Path], policy
     claims = validate_ledger(doc, schema, tables, where=str(claims_file))
     claim_settings = {"bar": s.bar, "confidence": s.confidence}
     records = evaluate_claims(claims, tables, claim_settings)
+    for claim, record in zip(claims, records):
+        record["power"] = claim_power(claim["rule"], tables, claim_settings)
+        record["power_note"] = power_note(record["rule_verdict"], record["power"])
     if truths is not None:
         truth_verdicts(records, claims, tables, claim_settings)
     stages = stage_records(root, without_outs=[DVC_STAGE])
