@@ -26,12 +26,17 @@ step and never recomputed within a group. Neither the disagreement guard
 nor the format gate's penalty enters (both are defined within a group); the
 gate's pass rate is in the training-health table.
 
-* :class:`GoldTrajectory`: ``gold_peak``, the highest running mean of gold,
-  at ``gold_peak_step``; ``gold_last``, the last window's; ``gold_drop`` =
-  peak − last and its standard error ``gold_drop_se`` (the two windows'
-  standard errors of the mean, steps treated as independent). Gold *fell*
-  when the peak is not the last window and the drop exceeds
-  :data:`GOLD_DROP_SES` standard errors: the noise is the log's own.
+* :class:`GoldTrajectory`: the steps are halved by parity; the even-numbered
+  rows choose the peak's window (their highest running mean, at
+  ``gold_peak_step``) and the odd-numbered rows measure it: ``gold_peak``,
+  ``gold_first`` and ``gold_last`` are the odd rows' means in the peak's, the
+  first and the last window, ``gold_drop`` = peak − last and its standard
+  error ``gold_drop_se`` (the two windows' standard errors of the mean, steps
+  treated as independent). Gold *fell* when the peak is not the last window
+  and the drop exceeds :data:`GOLD_DROP_SES` standard errors. Measured on
+  steps that did not choose it, the peak carries no winner's curse: the
+  earlier rule (argmax and drop from the same running means) called flat gold
+  fallen in 0.3-0.5 of simulated logs (``benchmarks/overoptimization_null.py``).
 * ``ensemble_*`` / ``grm_*``: each raw scorer's running mean in the first
   window, at the gold peak and in the last window (empty for a scorer the
   arm does not use); ``proxy_first`` / ``proxy_at_peak`` / ``proxy_last``:
@@ -91,26 +96,67 @@ class GoldTrajectory:
     @property
     def fell(self) -> bool:
         """The last window lies below the peak by more than :data:`GOLD_DROP_SES` standard errors."""
-        return self.peak_index != self.steps - 1 and self.drop > GOLD_DROP_SES * self.drop_se
+        return self.drop_se > 0 and self.drop > GOLD_DROP_SES * self.drop_se
 
 
-def gold_trajectory(log: pd.DataFrame, window: int) -> GoldTrajectory:
+#: The largest lag-1 autocorrelation of gold's step noise the standard error allows for.
+MAX_AUTOCORRELATION = 0.8
+
+
+def long_run_variance_factor(gold: pd.Series) -> float:
+    """How much neighbouring steps' correlated noise inflates the variance of a window mean: (1 + ρ)/(1 − ρ) for
+    AR(1) noise, with ρ read from the first differences (their lag-1 autocorrelation is −(1 − ρ)/2, whatever
+    gold's trend), clipped to [0, :data:`MAX_AUTOCORRELATION`]; 1 when the log is too short to say."""
+    diffs = gold.diff().dropna().to_numpy()
+    if len(diffs) < 8 or diffs.std() == 0:
+        return 1.0
+    d = diffs - diffs.mean()
+    r = float(d[1:] @ d[:-1] / (d @ d))
+    rho = min(max(1.0 + 2.0 * r, 0.0), MAX_AUTOCORRELATION)
+    return (1.0 + rho) / (1.0 - rho)
+
+
+def gold_trajectory(log: pd.DataFrame, window: int, *, split: bool = True) -> GoldTrajectory:
     """Gold's running means over ``window`` steps of a training log (steps without gold dropped); raises
-    ValueError without gold or with fewer than two logged steps."""
+    ValueError without gold or with fewer than two logged steps (four when ``split``).
+
+    ``split`` (the verdict's rule): the steps are halved by parity. The peak's window is chosen on the even-numbered
+    rows' running means (over window/2 of them) and every gold figure (first, peak, last, drop and its standard
+    error) is read from the odd-numbered rows of the same windows: the window that happened to look best is
+    measured on steps that did not choose it, so the maximum of many running means (the winner's curse) no longer
+    passes for a peak; the standard errors allow for correlated noise between neighbouring steps
+    (:func:`long_run_variance_factor`). ``peak_index`` is the full log's row that ends the peak's window. ``split=False``: the
+    earlier rule, peak and drop from the same running means."""
     log = log.apply(pd.to_numeric, errors="coerce")
     if "gold" not in log or not log["gold"].notna().any():
         raise ValueError("the training log has no gold column (policy.gold_scorer is not set)")
     log = log.dropna(subset=["gold"]).reset_index(drop=True)
-    if len(log) < 2:
-        raise ValueError("fewer than two logged steps with gold")
-    w = max(2, min(int(window), len(log)))
-    gold = log["gold"].rolling(w).mean()
-    peak, last = int(gold.idxmax()), len(log) - 1
-    se = lambda end: float(log["gold"].iloc[end - w + 1:end + 1].std(ddof=1) / math.sqrt(w))
-    return GoldTrajectory(steps=len(log), window=w, first=float(gold.iloc[w - 1]), peak=float(gold.iloc[peak]),
-                          peak_step=int(log["step"].iloc[peak]) if "step" in log else peak, peak_index=peak,
-                          last=float(gold.iloc[last]), drop=float(gold.iloc[peak] - gold.iloc[last]),
-                          drop_se=math.hypot(se(peak), se(last)) if peak != last else 0.0)
+    if len(log) < (4 if split else 2):
+        raise ValueError(f"fewer than {4 if split else 2} logged steps with gold")
+    step_of = (lambda i: int(log["step"].iloc[i])) if "step" in log else (lambda i: int(i))
+    if not split:
+        w = max(2, min(int(window), len(log)))
+        gold = log["gold"].rolling(w).mean()
+        peak, last = int(gold.idxmax()), len(log) - 1
+        se = lambda end: float(log["gold"].iloc[end - w + 1:end + 1].std(ddof=1) / math.sqrt(w))
+        return GoldTrajectory(steps=len(log), window=w, first=float(gold.iloc[w - 1]), peak=float(gold.iloc[peak]),
+                              peak_step=step_of(peak), peak_index=peak, last=float(gold.iloc[last]),
+                              drop=float(gold.iloc[peak] - gold.iloc[last]),
+                              drop_se=math.hypot(se(peak), se(last)) if peak != last else 0.0)
+    pairs = len(log) // 2  # row 2i chooses, row 2i + 1 measures (an odd last row is left out)
+    chooser = log["gold"].iloc[0:2 * pairs:2].reset_index(drop=True)
+    measure = log["gold"].iloc[1:2 * pairs:2].reset_index(drop=True)
+    h = max(2, min(int(window) // 2, pairs))
+    chosen = int(chooser.rolling(h).mean().idxmax())
+    held_out = measure.rolling(h).mean()
+    last = pairs - 1
+    inflation = math.sqrt(long_run_variance_factor(log["gold"]))
+    se = lambda end: inflation * float(measure.iloc[end - h + 1:end + 1].std(ddof=1) / math.sqrt(h))
+    peak_row = 2 * chosen + 1
+    return GoldTrajectory(steps=len(log), window=2 * h, first=float(held_out.iloc[h - 1]),
+                          peak=float(held_out.iloc[chosen]), peak_step=step_of(peak_row), peak_index=peak_row,
+                          last=float(held_out.iloc[last]), drop=float(held_out.iloc[chosen] - held_out.iloc[last]),
+                          drop_se=math.hypot(se(chosen), se(last)) if chosen != last else 0.0)
 
 
 def proxy_weights(log: pd.DataFrame, weights: Mapping[str, float] | None = None) -> dict[str, float]:
@@ -145,14 +191,16 @@ def fixed_scale_proxy(log: pd.DataFrame, weights: Mapping[str, float], window: i
     return proxy, resolution
 
 
-def overoptimization_row(log: pd.DataFrame, window: int, weights: Mapping[str, float] | None = None) -> dict:
+def overoptimization_row(log: pd.DataFrame, window: int, weights: Mapping[str, float] | None = None, *,
+                         split: bool = True) -> dict:
     """The row of one training log (see module doc); ``weights`` the arm's committee weights (``w_rm``,
-    ``w_grm``) when known. Raises ValueError without gold or raw scorer columns."""
+    ``w_grm``) when known; ``split`` as in :func:`gold_trajectory`. Raises ValueError without gold or raw scorer
+    columns."""
     log = log.apply(pd.to_numeric, errors="coerce")
-    gold_trajectory(log, window)  # the log has gold
+    gold_trajectory(log, window, split=split)  # the log has gold
     parts = proxy_weights(log, weights)
     log = log.dropna(subset=["gold", *parts]).reset_index(drop=True)
-    g = gold_trajectory(log, window)
+    g = gold_trajectory(log, window, split=split)
     w, peak, last = g.window, g.peak_index, g.steps - 1
     proxy, resolution = fixed_scale_proxy(log, parts, w)
     proxy = proxy.rolling(w).mean()
@@ -182,7 +230,9 @@ def overoptimization_table(arms: Sequence[str], logs: Mapping[str, pd.DataFrame 
                "score; the GRM's win rate against the median human; means over the answers that passed the format "
                "gate), never the group-normalised reward, whose mean cannot rise. proxy: the arm's scorers each "
                "standardised once against its first window and weighted as in its committee, in first-window "
-               "standard deviations (0 in the first window). overoptimized: gold fell from its peak by more than "
+               "standard deviations (0 in the first window). Gold's peak window is chosen on the even-numbered steps and "
+               "every gold figure is read from the odd-numbered ones (no winner's curse). overoptimized: gold fell "
+               "from its peak by more than "
                f"{GOLD_DROP_SES:g} standard errors while the proxy rose past its value at the peak (Gao et al.'s "
                "signature), as measured on this run; √KL is empty at β = 0 (no reference model is kept).")
     estimand = "per-run training trajectory (no sampling interval over runs)"
