@@ -83,13 +83,13 @@ def jackknife_by_hand(means, n, stretch=None):
 
 
 def korn_graubard_by_hand(means, n):
-    """Korn & Graubard (1998) from its definition, with the cap of 4 contests a scenario within 0.2 of a bound:
-    statsmodels' Clopper-Pearson (``method="beta"``) at n* = min(n, θ(1−θ)/v[, 4G])·(z/t_{G-1})²."""
+    """Korn & Graubard (1998) from its definition, with the cap near a bound (4 contests a scenario within 0.1 of
+    it, times (distance / 0.1)² beyond): statsmodels' Clopper-Pearson (``method="beta"``) at
+    n* = min(n, θ(1−θ)/v, 4G·max(1, d/0.1)²)·(z/t_{G-1})²."""
     g, theta = len(means), float(np.mean(means))
     v = np.var(means, ddof=1) / g
     n_eff = min(n, theta * (1 - theta) / v) if v > 0 else n
-    if min(theta, 1 - theta) < 0.2:
-        n_eff = min(n_eff, 4 * g)
+    n_eff = min(n_eff, 4 * g * max(1.0, min(theta, 1 - theta) / 0.1) ** 2)
     n_star = n_eff * (stats.norm.ppf(0.975) / stats.t.ppf(0.975, g - 1)) ** 2
     return proportion_confint(theta * n_star, n_star, alpha=0.05, method="beta")
 
