@@ -17,7 +17,10 @@ two arms excludes 0; arms share each scenario's difficulty, sd 0.1, and differ b
 the confirmation interval; effect = how far the selected system's truth lies below its selection estimate,
 truth 0.6). Between-scenario sd of true rates: 0.056 (the card's table) and 0.1.
 
-``python benchmarks/power_table.py [--datasets 4000] [--out FILE]`` (under a minute on 2 cores).
+``--claims``: the same for every claim of ``claims.yaml`` whose rule has a power model, at the paper's sizes with
+the card's spread (the table in ``docs/summary.md``, "What the paper's design can see").
+
+``python benchmarks/power_table.py [--datasets 4000] [--out FILE] [--claims]`` (under a minute on 2 cores).
 """
 
 from __future__ import annotations
@@ -31,8 +34,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src")]
 
+import yaml  # noqa: E402
+
+from reappraisal.summary.claim_power import DIFFERENCE_RULES, RATE_RULES, REVERSION_RULES  # noqa: E402
+from reappraisal.summary.claims import rule_conditions  # noqa: E402
 from reappraisal.stats.power import (  # noqa: E402
-    MDE_EFFECTS,
     TABLE_EFFECTS,
     headline_power,
     paired_power,
@@ -81,10 +87,51 @@ def markdown(datasets: int) -> str:
                 if rule.startswith(("paired", "unpaired")) and spread != SPREADS[0]:
                     continue  # the paired rules do not read the rates' spread
                 spread_text = "—" if rule.startswith(("paired", "unpaired")) else f"{spread:g}"
-                mde = f"{curve.mde:.3f}" if curve.mde is not None else f"> {MDE_EFFECTS[-1]:g}"
+                mde = f"{curve.mde:.3f}" if curve.mde is not None else f"none up to {curve.effects[-1]:g}"
                 powers = " | ".join(f"{curve.at(e):.2f}" for e in TABLE_EFFECTS)
                 lines.append(f"| {name} | {rule} | {size} | {spread_text} | {powers} | {mde} | "
                              f"{curve.false_hold:.3f} |")
+    return "\n".join(lines)
+
+
+def claim_design(cond: dict, design: dict) -> tuple[int, int]:
+    pool = cond["where"].get("pool", "train")
+    if cond["table"] == "confirmation":
+        return design["confirm"]
+    return design["selection"] if pool == "ood" else design["train"]
+
+
+def claims_markdown(datasets: int, sizes: str = "paper", spread: float = SPREADS[0]) -> str:
+    """Each claim of claims.yaml with a power model: its rule's MDE at ``sizes`` (its pool's design)."""
+    design = DESIGNS[sizes]
+    doc = yaml.safe_load((ROOT / "claims.yaml").read_text(encoding="utf-8"))
+    lines = ["| claim | rule | scenarios x contests | MDE (80 %) | false holds |", "|---|---|---|---|---|"]
+    for claim in doc["claims"]:
+        rule = claim["rule"]
+        if "card_interval" in rule:
+            continue
+        worst = None
+        for cond in rule_conditions(rule):
+            key = (cond["table"], cond["column"])
+            g, m = claim_design(cond, design)
+            if key in REVERSION_RULES:
+                curve = reversion_power(truth=0.6, scenarios=g, contests_per_scenario=m, spread=spread, datasets=datasets)
+            elif key in DIFFERENCE_RULES and (cond["table"] != "head_to_head" or cond["where"].get("kind") == "paired"):
+                curve = paired_power(scenarios=g, sd_difference=math.sqrt(DIFFERENCE_SD**2 + 2 * 0.25 / m))
+            elif key in RATE_RULES and cond["op"] in (">", ">="):
+                than = cond["than"]
+                bar = BAR if isinstance(than, dict) else float(than)
+                curve = headline_power(bar=bar, scenarios=g, contests_per_scenario=m, spread=spread, datasets=datasets)
+            else:
+                continue
+            if worst is None or (curve.mde or math.inf) > (worst[0].mde or math.inf):
+                worst = (curve, g, m)
+        if worst is None:
+            continue
+        curve, g, m = worst
+        mde = f"{curve.mde:.3f}" if curve.mde is not None else f"none up to {curve.effects[-1]:g}"
+        retracted = " (retracted)" if claim.get("retraction") else ""
+        lines.append(f"| `{claim['id']}`{retracted} | {curve.rule} | {g} x {m} | {mde} | {curve.false_hold:.3f} |")
     return "\n".join(lines)
 
 
@@ -92,9 +139,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", type=int, default=4000, help="simulated datasets per effect")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--claims", action="store_true", help="each claim's MDE at the paper's sizes instead")
     args = ap.parse_args(argv)
     start = time.perf_counter()
-    text = markdown(args.datasets)
+    text = claims_markdown(args.datasets) if args.claims else markdown(args.datasets)
     print(text)
     print(f"\n{time.perf_counter() - start:.0f} s")
     if args.out:
