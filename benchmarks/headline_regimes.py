@@ -67,7 +67,6 @@ def _kg(cap, near, growth):
 def _kg_step(cap, near):
     """The earlier rule: the cap within ``near`` of a bound and none beyond (a jump at the edge)."""
     def interval(means, n):
-        g = means.shape[-1]
         theta = means.mean(axis=-1)
         inside = np.minimum(theta, 1 - theta) < near
         capped = cluster_korn_graubard_interval(means, n, near_bound=1.0, contests_per_scenario_near_bound=cap,

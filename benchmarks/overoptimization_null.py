@@ -28,7 +28,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src")]
 
-from reappraisal.summary.overoptimization import overoptimization_row  # noqa: E402
+from reappraisal.summary.overoptimization import overoptimization_row
 
 LENGTHS = {"demo (80 steps, window 20)": (80, 20), "paper (500 steps, window 50)": (500, 50)}
 NOISE = {"independent": 0.0, "AR(1) 0.3": 0.3}

@@ -34,11 +34,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src")]
 
-import yaml  # noqa: E402
+import yaml
 
-from reappraisal.summary.claim_power import DIFFERENCE_RULES, RATE_RULES, REVERSION_RULES  # noqa: E402
-from reappraisal.summary.claims import rule_conditions  # noqa: E402
-from reappraisal.stats.power import (  # noqa: E402
+from reappraisal.summary.claim_power import DIFFERENCE_RULES, RATE_RULES, REVERSION_RULES
+from reappraisal.summary.claims import rule_conditions
+from reappraisal.stats.power import (
     TABLE_EFFECTS,
     headline_power,
     paired_power,

@@ -16,7 +16,7 @@ from reappraisal.stats.simulation import scenario_rates
 from .helpers import judgments_from_scores
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import headline_regimes as regimes  # noqa: E402
+import headline_regimes as regimes
 
 #: The card's table: 6 scenarios x 120 contests (3 runs x 40), wins per scenario giving 0.958 ... 0.775, 0.872 in all.
 CARD_WINS = (115, 110, 106, 104, 100, 93)
