@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from reappraisal.stats import cluster_korn_graubard_interval
+from reappraisal.stats import cluster_korn_graubard_interval, cluster_t_interval
 from reappraisal.summary.claim_power import claim_power, power_note
 from reappraisal.summary.claims import evaluate_claims
 from reappraisal.summary.paper_numbers import claim_numbers, numbers_tex
@@ -18,8 +18,10 @@ HEADLINE = {"table": "headline", "where": {"arm": "a"}, "column": "headline_low"
 def _headline(per_scenario: int, rates) -> Table:
     g = len(rates)
     low, high = cluster_korn_graubard_interval(rates, g * per_scenario)
+    t_low, t_high = cluster_t_interval(rates)
     frame = pd.DataFrame({"arm": ["a"], "win_rate": [sum(rates) / g], "scenarios": [g], "contests": [g * per_scenario],
-                          "headline_low": [low], "headline_high": [high]})
+                          "headline_low": [low], "headline_high": [high], "cluster_t_low": [t_low],
+                          "cluster_t_high": [t_high]})
     return Table("headline", "T", "c", "e", frame, [("f",)])
 
 

@@ -36,6 +36,7 @@ def confirmation_result(contests: pd.DataFrame, document: Mapping, *, n_boot: in
         "metric": document["metric"]["name"], "interval_method": ci["method"], "confidence": interval["confidence"],
         "bar": bar, "test": document["test"],
         "win_rate": row["win_rate"], "ci_low": ci["low"], "ci_high": ci["high"],
+        "cluster_t_low": row["ci_cluster_t"]["low"], "cluster_t_high": row["ci_cluster_t"]["high"],
         "signflip_p_bar": row["sign_flip_vs_bar"]["p_value"], "signflip_min_p": row["sign_flip_vs_bar"]["min_p_value"],
         "contests": row["n_contests"], "errors": row["n_errors"], "scenarios": row["n_scenarios"],
         "runs": row["n_runs"], "per_scenario": row["per_scenario"],

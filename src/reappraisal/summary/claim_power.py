@@ -10,7 +10,10 @@ Rules over other quantities (accuracies, health verdicts, card figures) get none
 
 The spread is read from the row's interval: its half-width over t_{G-1} times sqrt(G) is the sd of the G
 scenario rates (or differences); for a rate, the binomial share θ(1 − θ)/m is taken off to leave the spread of
-the true rates (at least 0.02).
+the true rates (at least 0.02). A rate row's cluster t interval (``cluster_t_low``, ``cluster_t_high``: t on the
+scenario means) gives it exactly, from its longer arm where a bound is clipped at 0 or 1; the headline interval
+would not (its cap near a bound widens it beyond the spread). The spread observed at the row's own rate is
+simulated at the threshold plus the effect.
 """
 
 from __future__ import annotations
@@ -26,9 +29,9 @@ from .summary_table import Table
 
 #: How a condition (table, column) is read: the kind of rule, and the row's estimate and interval columns.
 RATE_RULES = {
-    ("headline", "headline_low"): ("win_rate", "headline_low", "headline_high"),
-    ("head_to_head", "ci_low"): ("estimate", "ci_low", "ci_high"),
-    ("confirmation", "ci_low"): ("win_rate", "ci_low", "ci_high"),
+    ("headline", "headline_low"): ("win_rate", "cluster_t_low", "cluster_t_high"),
+    ("head_to_head", "ci_low"): ("estimate", "cluster_t_low", "cluster_t_high"),
+    ("confirmation", "ci_low"): ("win_rate", "cluster_t_low", "cluster_t_high"),
 }
 DIFFERENCE_RULES = {
     ("head_to_head", "ci_low"): ("ci_low", "ci_high"),
@@ -38,7 +41,7 @@ DIFFERENCE_RULES = {
     ("best_of_n", "diff_ci_low"): ("diff_ci_low", "diff_ci_high"),
     ("best_of_n", "diff_ci_high"): ("diff_ci_low", "diff_ci_high"),
 }
-REVERSION_RULES = {("confirmation", "ci_high"): ("win_rate", "ci_low", "ci_high")}
+REVERSION_RULES = {("confirmation", "ci_high"): ("win_rate", "cluster_t_low", "cluster_t_high")}
 #: The smallest between-scenario sd a row is taken to have (a spread the data cannot see is not zero).
 SPREAD_FLOOR = 0.02
 
@@ -61,14 +64,15 @@ def _design(row: Mapping) -> tuple[int, float]:
     return g, n / g
 
 
-def _sd_of_scenarios(low: float, high: float, g: int, confidence: float) -> float:
-    """The sd of G scenario values that a t interval of this width implies."""
-    return (high - low) / (2 * sps.t.isf((1 - confidence) / 2, df=g - 1)) * math.sqrt(g)
+def _sd_of_scenarios(half_width: float, g: int, confidence: float) -> float:
+    """The sd of G scenario values that a t interval of this half-width implies."""
+    return half_width / sps.t.isf((1 - confidence) / 2, df=g - 1) * math.sqrt(g)
 
 
 def _rate_spread(row: Mapping, columns, g: int, m: float, confidence: float) -> tuple[float, float]:
     estimate, low, high = (_number(row, c) for c in columns)
-    sd = _sd_of_scenarios(low, high, g, confidence)
+    # the longer arm: a bound clipped at 0 or 1 shortens one side only
+    sd = _sd_of_scenarios(max(high - estimate, estimate - low), g, confidence)
     between = sd**2 - estimate * (1 - estimate) / m
     return estimate, max(math.sqrt(max(between, 0.0)), SPREAD_FLOOR)
 
@@ -92,7 +96,7 @@ def condition_power(cond: Mapping, tables: Mapping[str, Table], settings: Mappin
                                 confidence=confidence)
     elif key in DIFFERENCE_RULES and (cond["table"] != "head_to_head" or row.get("kind") == "paired"):
         low, high = (_number(row, c) for c in DIFFERENCE_RULES[key])
-        curve = paired_power(scenarios=g, sd_difference=max(_sd_of_scenarios(low, high, g, confidence), 1e-9),
+        curve = paired_power(scenarios=g, sd_difference=max(_sd_of_scenarios((high - low) / 2, g, confidence), 1e-9),
                              confidence=confidence)
     elif key in RATE_RULES and than is not None and cond["op"] in (">", ">="):
         _, spread = _rate_spread(row, RATE_RULES[key], g, m, confidence)

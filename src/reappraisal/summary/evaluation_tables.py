@@ -271,7 +271,8 @@ def per_run_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> Table:
 
 H2H_COLUMNS = [
     "kind", "arm", "versus", "opponent", "pool", "judge", "estimate", "ci_low", "ci_high", "ci_method",
-    "null", "signflip_p", "signflip_min_p", "scenarios", "contests", "errors", "note",
+    "null", "signflip_p", "signflip_min_p", "scenarios", "contests", "errors", "cluster_t_low", "cluster_t_high",
+    "note",
 ]
 
 
@@ -323,6 +324,7 @@ def head_to_head_table(contests: pd.DataFrame, s: Settings, sources_by_run) -> T
                              "ci_high": n["headline_high"], "ci_method": n["headline_method"],
                              "signflip_p": n["signflip_p_half"], "signflip_min_p": n["signflip_min_p"],
                              "scenarios": n["scenarios"], "contests": n["contests"], "errors": n["errors"],
+                             "cluster_t_low": n["cluster_t_low"], "cluster_t_high": n["cluster_t_high"],
                              "note": None})
             except ValueError as exc:
                 rows.append({**base, "note": str(exc)})

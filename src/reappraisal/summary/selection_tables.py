@@ -207,7 +207,7 @@ def selection_table(contests: pd.DataFrame, s: Settings, sources_by_run, preregi
 
 CONFIRMATION_COLUMNS = ["system", "opponent", "judge", "candidates", "selection_scenarios", "selection_estimate",
                         "expected_inflation", "shrunk_estimate", "scenarios", "contests", "win_rate", "ci_low",
-                        "ci_high", "bar", "signflip_p_bar", "signflip_min_p", "verdict", "drop_from_selection",
+                        "ci_high", "cluster_t_low", "cluster_t_high", "bar", "signflip_p_bar", "signflip_min_p", "verdict", "drop_from_selection",
                         "interval_method", "preregistered_on", "attempts", "attempts_flag"]
 
 
