@@ -12,7 +12,8 @@ scenario and run x 3 runs; the two orders of a contest are one contest):
 Rules: ``headline`` (the headline interval's lower end above the bar 0.608; truth = bar + effect),
 ``head-to-head`` (the same rule against 0.5), ``paired`` (the paired-by-scenario t interval of a difference of
 two arms excludes 0; arms share each scenario's difficulty, sd 0.1, and differ by scenario with sd 0.05),
-``unpaired`` (the same data through Welch's t on the two arms' scenario means, ignoring the pairing),
+``sign-flip`` (the same differences through the exact sign-flip test), ``unpaired`` (the same data through
+Welch's t on the two arms' scenario means, ignoring the pairing),
 ``confirmation`` (the headline rule on the confirmation pool), ``reversion`` (the selection estimate lies above
 the confirmation interval; effect = how far the selected system's truth lies below its selection estimate,
 truth 0.6). Between-scenario sd of true rates: 0.056 (the card's table) and 0.1.
@@ -43,6 +44,7 @@ from reappraisal.stats.power import (
     headline_power,
     paired_power,
     reversion_power,
+    sign_flip_power,
     unpaired_power,
 )
 
@@ -67,6 +69,8 @@ def curves(design: dict, spread: float, datasets: int):
     yield "head-to-head (vs 0.5)", f"{g} x {m}", headline_power(bar=0.5, scenarios=g, contests_per_scenario=m,
                                                                  spread=spread, datasets=datasets)
     yield "paired difference (the rule)", f"{g} x {m}", paired_power(
+        scenarios=g, sd_difference=math.sqrt(DIFFERENCE_SD**2 + 2 * within))
+    yield "paired difference, sign-flip test", f"{g} x {m}", sign_flip_power(
         scenarios=g, sd_difference=math.sqrt(DIFFERENCE_SD**2 + 2 * within))
     yield "unpaired difference (pairing ignored)", f"{g} x {m}", unpaired_power(
         scenarios=g, sd_arm=sd_arm, correlation=correlation)

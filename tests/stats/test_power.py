@@ -59,3 +59,12 @@ def test_a_reversion_is_claimed_rarely_when_there_is_none_and_often_when_it_is_l
     curve = reversion_power(truth=0.6, scenarios=7, contests_per_scenario=30, spread=0.056, datasets=1500)
     assert curve.false_hold <= 0.04
     assert curve.at(0.3) > 0.95 and curve.mde is not None
+
+
+def test_the_paired_t_sees_more_than_the_sign_flip_test_of_the_same_differences_at_six_scenarios():
+    from reappraisal.stats.power import sign_flip_power
+
+    t = paired_power(scenarios=6, sd_difference=0.08)
+    flips = sign_flip_power(scenarios=6, sd_difference=0.08, datasets=4000)
+    assert flips.false_hold <= 0.025  # all six on one side: 1/64 under the null
+    assert t.mde < flips.mde

@@ -11,7 +11,8 @@ contest). The rules are the ones the claims ledger applies:
   on the confirmation pool);
 - :func:`paired_power`: a paired-by-scenario t interval of a difference of two arms' win rates that excludes 0
   on the claimed side (the head-to-head ``paired`` rows, the ablation); beside it the power the same data would
-  give without the pairing (:func:`unpaired_power`, Welch on the two arms' scenario means);
+  give without the pairing (:func:`unpaired_power`, Welch on the two arms' scenario means) and through the exact
+  sign-flip test of the same differences (:func:`sign_flip_power`);
 - :func:`reversion_power`: the selection rule "the selection-pool estimate lies above the confirmation
   interval", when the selected system's truth lies ``effect`` below its selection estimate.
 
@@ -113,6 +114,25 @@ def paired_power(*, scenarios: int, sd_difference: float, effects=MDE_EFFECTS,
              else float(e > 0) for e in effects]
     design = {"scenarios": g, "sd_difference": float(sd_difference)}
     return _curve("paired_difference", design, effects, power)
+
+
+def sign_flip_power(*, scenarios: int, sd_difference: float, effects=MDE_EFFECTS, confidence: float = 0.95,
+                    datasets: int = 20000, seed: int = 0) -> PowerCurve:
+    """The same paired comparison through the exact sign-flip test of the G per-scenario differences (two-sided p
+    <= 1 − ``confidence`` with the mean on the claimed side): distribution-free, but its p cannot fall below
+    2 / 2^G (1/32 at G = 6), so it needs every scenario on the claimed side there."""
+    g = int(scenarios)
+    rng = np.random.default_rng([seed, g, 1])
+    noise = sd_difference * rng.standard_normal((datasets, g))
+    patterns = 1 - 2 * ((np.arange(2**g)[:, None] >> np.arange(g)) & 1)  # (2^G, G) signs
+    power = []
+    for effect in effects:
+        d = noise + effect
+        observed = np.abs(d.sum(axis=1))
+        p = np.mean(np.abs(patterns @ d.T) >= observed[None, :] - 1e-12, axis=0)
+        power.append(np.mean((p <= 1 - confidence) & (d.sum(axis=1) > 0)))
+    design = {"scenarios": g, "sd_difference": float(sd_difference)}
+    return _curve("paired_sign_flip", design, effects, power)
 
 
 def unpaired_power(*, scenarios: int, sd_arm: float, correlation: float, effects=MDE_EFFECTS,
