@@ -47,6 +47,7 @@ from reappraisal.stats import (
     cluster_stretched_logit_jackknife_interval,
     wilson_interval,
 )
+from reappraisal.stats.simulation import largest_spread
 from tests.stats.helpers import FAMILIES, logit_normal_parameters, simulate_regime
 
 GRIDS = {
@@ -101,7 +102,7 @@ CANDIDATES = {
 @functools.lru_cache(maxsize=None)
 def feasible(family: str, mean: float, spread: float) -> bool:
     """Below 0.95 of the largest sd a rate in [0, 1] with this mean can have, and (logit-normal) solvable."""
-    if spread >= 0.95 * np.sqrt(mean * (1 - mean)):
+    if spread >= largest_spread(mean):
         return False
     if family == "logit_normal":
         try:

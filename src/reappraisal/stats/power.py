@@ -81,6 +81,14 @@ def _curve(rule, design, effects, power, notes=None) -> PowerCurve:
                       notes=notes or {})
 
 
+def _scenario_means(mean, scenarios, contests_per_scenario, spread, datasets, seed, family, tie_share):
+    """Observed scenario means of ``datasets`` designs whose scenarios' true rates have this mean and sd (at most
+    0.95 of the largest a rate with that mean can have); the same seed gives every mean the same random numbers."""
+    rng = np.random.default_rng([seed, int(scenarios), contests_per_scenario])
+    rates = scenario_rates(rng, datasets, scenarios, mean, min(spread, largest_spread(mean)), family)
+    return scenario_means_from_rates(rng, rates, contests_per_scenario, tie_share)
+
+
 def headline_power(*, bar: float, scenarios: int, contests_per_scenario: float, spread: float,
                    effects=MDE_EFFECTS, datasets: int = 2000, seed: int = 0, family: str = "beta",
                    tie_share: float = 0.1, confidence: float = 0.95) -> PowerCurve:
@@ -94,10 +102,7 @@ def headline_power(*, bar: float, scenarios: int, contests_per_scenario: float, 
               "family": family, "tie_share": float(tie_share), "datasets": int(datasets), "seed": int(seed)}
     power = []
     for effect in effects:
-        mean = bar + effect
-        rng = np.random.default_rng([seed, int(scenarios), m])
-        rates = scenario_rates(rng, datasets, scenarios, mean, min(spread, largest_spread(mean)), family)
-        means = scenario_means_from_rates(rng, rates, m, tie_share)
+        means = _scenario_means(bar + effect, scenarios, m, spread, datasets, seed, family, tie_share)
         low, _ = cluster_korn_graubard_interval(means, float(m * scenarios), confidence)
         power.append(np.mean(np.asarray(low) > bar))
     return _curve("headline_above_bar", design, effects, power)
@@ -162,23 +167,9 @@ def reversion_power(*, truth: float, scenarios: int, contests_per_scenario: floa
     """P(the confirmation interval's upper end < the selection estimate) when the selected system's truth on
     fresh scenarios is ``truth`` and its selection estimate lies ``effect`` above it (the winner's curse)."""
     m = max(1, int(round(contests_per_scenario)))
-    rng = np.random.default_rng([seed, int(scenarios), m])
-    rates = scenario_rates(rng, datasets, scenarios, truth, min(spread, largest_spread(truth)), family)
-    means = scenario_means_from_rates(rng, rates, m, tie_share)
+    means = _scenario_means(truth, scenarios, m, spread, datasets, seed, family, tie_share)
     _, high = cluster_korn_graubard_interval(means, float(m * scenarios), confidence)
     power = [np.mean(np.asarray(high) < truth + e) for e in effects]
     design = {"scenarios": int(scenarios), "contests_per_scenario": m, "truth": float(truth), "spread": float(spread),
               "family": family, "tie_share": float(tie_share), "datasets": int(datasets), "seed": int(seed)}
     return _curve("selection_estimate_reverts", design, effects, power)
-
-
-def between_scenario_spread(win_rate: float, design_effect: float | None, contests_per_scenario: float,
-                            floor: float = 0.02) -> float:
-    """The between-scenario sd of true rates a headline row implies: the variance its design effect adds above
-    binomial noise, (deff − 1)·θ(1 − θ)/m, at least ``floor`` (a design effect at or below 1, or undefined, says
-    only that the spread is too small for the data to see)."""
-    theta = min(max(float(win_rate), 0.0), 1.0)
-    extra = 0.0
-    if design_effect is not None and np.isfinite(design_effect) and contests_per_scenario > 0:
-        extra = max(float(design_effect) - 1.0, 0.0) * theta * (1 - theta) / float(contests_per_scenario)
-    return float(max(np.sqrt(extra), floor))
